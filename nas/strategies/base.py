@@ -1,0 +1,97 @@
+"""The contract every search strategy fulfils: ask, tell, done, best, and a JSON state."""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+from nas.spaces.base import Genome, SearchSpace
+
+#: How a candidate came to be: its lineage operator.
+OPERATORS = ("sample", "mutation", "crossover", "crossover+mutation")
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One architecture the strategy wants evaluated, with its lineage."""
+
+    id: int  #: assigned by the strategy, 0, 1, 2, ... in the order of ``ask``
+    genome: Genome
+    key: str  #: ``space.key(genome)``
+    generation: int  #: the generation it belongs to (steady-state strategies: ``id // population``)
+    parents: tuple[str, ...] = ()  #: keys of the parents, none for ``sample``
+    operator: str = "sample"  #: one of :data:`OPERATORS`
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["parents"] = list(self.parents)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        return cls(**{**data, "parents": tuple(data.get("parents", ()))})
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What an evaluation gave back: a fitness (higher is better) and named objectives, or a failure."""
+
+    fitness: float | None = None
+    objectives: dict[str, float] = dataclasses.field(default_factory=dict)
+    failure: str | None = None  #: the reason when it failed (``oom``, ``diverged``, ``timeout``, ...)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.fitness is not None and math.isfinite(self.fitness)
+
+    def score(self) -> float:
+        """The fitness for selection: a failed result ranks below every successful one."""
+        return float(self.fitness) if self.ok else -math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        return cls(**data)
+
+    @classmethod
+    def failed(cls, reason: str) -> Result:
+        return cls(fitness=None, failure=reason)
+
+
+class Strategy(abc.ABC):
+    """Proposes candidates and learns from their results.
+
+    A strategy owns all its randomness (a numpy ``Generator`` made from ``seed``) and all its state,
+    so ``from_state(space, json.loads(json.dumps(s.state_dict())))`` continues exactly where ``s`` was.
+    """
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def ask(self, n: int) -> list[Candidate]:
+        """Up to ``n`` new candidates; fewer (even none) while it waits on results, e.g. at a generation barrier."""
+
+    @abc.abstractmethod
+    def tell(self, candidate_id: int, result: Result) -> None:
+        """Record the result of a candidate returned by :meth:`ask`; a second tell for the same id is ignored."""
+
+    @property
+    @abc.abstractmethod
+    def done(self) -> bool:
+        """True once the budget is spent and every asked candidate has been told."""
+
+    @abc.abstractmethod
+    def best(self, k: int = 1) -> list[tuple[Candidate, Result]]:
+        """The best ``k`` evaluated candidates, best first (multi-objective: the Pareto front)."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue, as JSON data (includes ``name`` and the rng state)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_state(cls, space: SearchSpace, state: dict[str, Any]) -> Strategy:
+        """Rebuild a strategy from :meth:`state_dict`."""

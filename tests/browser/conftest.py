@@ -1,0 +1,38 @@
+"""Headless Debian Chromium driven by Playwright (never a downloaded browser)."""
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Playwright's sync API runs an event loop in this thread; the live server's ORM calls happen in another.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), (
+        f"{CHROMIUM} is missing: the browser tests use Debian's chromium (`apt-get install chromium`, "
+        "which .ci/run does)"
+    )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            # Root in a container needs --no-sandbox; the rest keep Chromium off the (closed) network.
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()

@@ -1,0 +1,35 @@
+"""The home page in a real browser: content, Redis status, and signing in with the login form."""
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def live_home(live_server, settings, redis_url):
+    settings.REDIS_URL = redis_url
+    return live_server.url + "/"
+
+
+def test_home_page_shows_the_product_and_redis_status(page, live_home):
+    page.goto(live_home)
+    assert page.title() == "Evolutionary NAS"
+    assert page.locator("h1").inner_text() == "Distributed evolutionary neural architecture search"
+    status = page.locator("#system-status dd.ok").first
+    assert "reachable" in status.inner_text()
+    # The stylesheet is served and applied (the top bar is dark), not a bare unstyled page.
+    colour = page.locator("header.topbar").evaluate("el => getComputedStyle(el).backgroundColor")
+    assert colour == "rgb(20, 33, 61)"
+
+
+def test_sign_in_with_the_form(page, live_home, django_user_model):
+    django_user_model.objects.create_user(username="ada", password="a-long-password-1")
+    page.goto(live_home)
+    page.get_by_role("link", name="Sign in").first.click()
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", "wrong-password")
+    page.click("button[type=submit]")
+    assert "Please enter a correct username and password" in page.content()
+    page.fill("input[name=password]", "a-long-password-1")
+    page.click("button[type=submit]")
+    page.wait_for_url(live_home)
+    assert page.locator(".who").inner_text() == "ada"

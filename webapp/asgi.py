@@ -1,0 +1,28 @@
+"""The ASGI entry point: HTTP through Django, websockets through Channels."""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.local")
+# Set Django up before anything imports models (Channels' tutorial, part 2).
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from django.conf import settings  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from webapp.routing import websocket_urlpatterns  # noqa: E402
+
+if settings.NAS_SERVE_STATIC:
+    # One machine, no reverse proxy: the ASGI server serves /static/ itself, straight from the source folders.
+    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -1,0 +1,2 @@
+"""Websocket routes (the live dashboard adds its consumers here)."""
+websocket_urlpatterns: list = []

@@ -1,0 +1,183 @@
+"""Settings shared by every environment. Every value that differs between machines comes from the environment.
+
+| variable | default | meaning |
+| --- | --- | --- |
+| ``SECRET_KEY`` | a fixed development key (``production`` requires it) | Django's signing key |
+| ``DEBUG`` | off (``local`` turns it on) | Django's debug pages |
+| ``ALLOWED_HOSTS`` | ``127.0.0.1,localhost`` | comma-separated host names the web server answers to |
+| ``DATABASE_URL`` | SQLite in ``NAS_STATE_DIR/db.sqlite3`` | any URL dj-database-url reads (``postgres://...``) |
+| ``REDIS_URL`` | the embedded server's URL (``NAS_STATE_DIR/redis.url``) | Celery broker, result backend, Channels layer |
+| ``NAS_STATE_DIR`` | ``.state`` in the repository | the local database, Redis's AOF files, logs |
+| ``NAS_DATA_DIR`` | ``data`` in the repository | datasets (CIFAR-10, Fashion-MNIST) |
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from webapp.settings.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
+DATA_DIR = Path(env_str("NAS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+
+SECRET_KEY = env_str("SECRET_KEY", "insecure-development-key-never-used-in-production")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "daphne",  # first, so that runserver serves ASGI (websockets) too
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "webapp.stack",
+    "webapp.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database(url: str | None) -> dict:
+    if url:
+        return dj_database_url.parse(url, conn_max_age=60)
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": STATE_DIR / "db.sqlite3",
+        # The web server and the control loop write at once: wait for the lock instead of failing.
+        "OPTIONS": {"timeout": 20},
+    }
+
+
+DATABASES = {"default": _database(env_str("DATABASE_URL", "") or None)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = STATE_DIR / "static"
+# The local stack has no reverse proxy in front: its ASGI server serves the static files itself.
+NAS_SERVE_STATIC = env_bool("NAS_SERVE_STATIC", True)
+
+
+def _redis_url() -> str:
+    """``REDIS_URL``, else the URL the run command wrote for its embedded Redis, else the usual local port."""
+    explicit = env_str("REDIS_URL", "")
+    if explicit:
+        return explicit
+    written = STATE_DIR / "redis.url"
+    if written.exists():
+        return written.read_text().strip()
+    return "redis://127.0.0.1:6379/0"
+
+
+REDIS_URL = _redis_url()
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    },
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# Celery. The database is the truth and queues are only transport (DESIGN.md, "Nothing is lost"); these
+# settings make the transport deliver each task at least once and never run pickled content.
+# ---------------------------------------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+# JSON only, both ways: a pickle from the network is remote code execution, and genomes are JSON anyway.
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
+# Evaluations ack after they finish, so a worker killed mid-evaluation leaves its message to be redelivered.
+# (The long-lived control task overrides this and acks early: it must never sit unacked past the visibility
+# timeout, or Redis would hand the same search loop to a second worker.)
+CELERY_TASK_ACKS_LATE = True
+# A worker process killed by a signal or OOM: reject (requeue) instead of acking the message as done.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# One message per free slot: a slot pulls the next task only when it is free, so fast devices take more work
+# (seed 000's pull model) and a slow device never hoards a queue of evaluations another could run.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis redelivers an unacked message after this many seconds. Every task must finish well before it,
+# or a healthy but slow evaluation would run twice.
+NAS_VISIBILITY_TIMEOUT = env_int("NAS_VISIBILITY_TIMEOUT", 4 * 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": NAS_VISIBILITY_TIMEOUT,
+    # Route broadcast messages by prefix so several projects can share one Redis without crosstalk.
+    "fanout_prefix": True,
+    "fanout_patterns": True,
+}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"timeout": 5.0}}
+# The hard limit sits below the visibility timeout, so a stuck task is killed before it can be duplicated.
+CELERY_TASK_TIME_LIMIT = env_int("NAS_TASK_TIME_LIMIT", NAS_VISIBILITY_TIMEOUT - 600)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
+# Keep reconnecting for ever when Redis restarts: workers must ride out a broker restart, not exit.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Ctrl-C or SIGTERM: let running tasks finish for a few seconds, then stop and leave the unacked messages to
+# be redelivered (a multi-minute evaluation must not hold a shutdown; the engine's reaper re-sends it anyway).
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = float(env_int("NAS_SOFT_SHUTDOWN_SECONDS", 10))
+# Results are read by the control loop by task id; keep them long enough to survive a control-loop restart.
+CELERY_RESULT_EXPIRES = 7 * 24 * 3600
+CELERY_RESULT_EXTENDED = True
+CELERY_TASK_TRACK_STARTED = True
+# Two queues: the long-lived search loops, and the evaluations every device-pinned worker pulls from.
+CELERY_TASK_DEFAULT_QUEUE = "control"
+CELERY_TASK_ROUTES = {"webapp.stack.tasks.ping": {"queue": "eval"}}
+# Our own heartbeats in Redis replace Celery's worker events (which cost a core with many workers).
+CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}

@@ -1,0 +1,27 @@
+"""``python3 manage.py controlworker``: the Celery worker that runs the search loops (queue ``control``)."""
+import socket
+
+from django.core.management.base import BaseCommand
+
+from webapp.celery import app
+
+
+class Command(BaseCommand):
+    help = "Run the control worker: consumes the 'control' queue, where each search's loop is one long task."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--concurrency", type=int, default=4, help="search loops run at once (default 4)")
+        parser.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
+        parser.add_argument("--loglevel", default="INFO")
+
+    def handle(self, *args, **options):
+        app.worker_main([
+            "worker",
+            "--queues", "control",
+            "--hostname", f"control@{options['node']}",
+            "--concurrency", str(options["concurrency"]),
+            "--loglevel", options["loglevel"],
+            # Our heartbeats replace Celery's gossip, mingle and events (a core's worth with many workers).
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+        ])

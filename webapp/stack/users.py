@@ -1,0 +1,20 @@
+"""The local user the run command creates on its first run."""
+from __future__ import annotations
+
+import os
+import secrets
+
+from django.contrib.auth import get_user_model
+
+
+def ensure_local_user(username: str) -> str | None:
+    """Create ``username`` as a superuser if no user exists yet; return its password only when just created.
+
+    The password is ``NAS_ADMIN_PASSWORD`` when set, else a random one that is shown once and never stored.
+    """
+    users = get_user_model()
+    if users.objects.exists():
+        return None
+    password = os.environ.get("NAS_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+    users.objects.create_superuser(username=username, email="", password=password)
+    return password
