@@ -35,7 +35,7 @@ class Supervisor:
         self._width = 8
 
     def say(self, name: str, line: str, colour: str = "1") -> None:
-        label = f"{name:<{self._width}}|"
+        label = f"{name:<{self._width}} |"
         if self.colour:
             label = f"\033[{colour}m{label}\033[0m"
         with self._lock:

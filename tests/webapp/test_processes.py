@@ -1,0 +1,35 @@
+"""The supervisor prefixes each child's lines and leaves no process behind, grandchildren included."""
+import io
+import time
+
+import psutil
+
+from webapp.stack.processes import Supervisor
+
+
+def test_output_is_prefixed_with_the_child_name():
+    out = io.StringIO()
+    supervisor = Supervisor(out=out, colour=False)
+    child = supervisor.start("hello", ["sh", "-c", "echo one; echo two"])
+    child.process.wait(timeout=10)
+    supervisor.stop_all(grace=5)
+    lines = out.getvalue().splitlines()
+    assert "hello    | one" in lines and "hello    | two" in lines
+
+
+def test_stop_all_kills_grandchildren_and_stops_servers_last():
+    out = io.StringIO()
+    supervisor = Supervisor(out=out, colour=False)
+    # A child that ignores SIGTERM and has a grandchild: only the group SIGKILL ends both.
+    stubborn = supervisor.start("stubborn", ["sh", "-c", "trap '' TERM; sleep 300 & wait"])
+    server = supervisor.start("server", ["sleep", "300"], stop_last=True)
+    time.sleep(0.3)
+    family = psutil.Process(stubborn.process.pid).children(recursive=True) + [psutil.Process(stubborn.process.pid)]
+    started = time.monotonic()
+    supervisor.stop_all(grace=1)
+    assert time.monotonic() - started < 10
+    _, alive = psutil.wait_procs(family, timeout=5)
+    assert alive == []
+    assert server.process.returncode is not None
+    text = out.getvalue()
+    assert text.index("stubborn | stopped") < text.index("server   | stopped")
