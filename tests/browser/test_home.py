@@ -21,7 +21,7 @@ def test_home_page_shows_the_product_and_redis_status(page, live_home):
     assert colour == "rgb(20, 33, 61)"
 
 
-def test_sign_in_with_the_form(page, live_home, django_user_model):
+def test_sign_in_with_the_form(page, live_home, django_user_model, settings):
     django_user_model.objects.create_user(username="ada", password="a-long-password-1")
     page.goto(live_home)
     page.get_by_role("link", name="Sign in").first.click()
@@ -33,3 +33,9 @@ def test_sign_in_with_the_form(page, live_home, django_user_model):
     page.click("button[type=submit]")
     page.wait_for_url(live_home)
     assert page.locator(".who").inner_text() == "ada"
+    # The README's screenshot comes from here (copied from the state folder by hand when the page changes).
+    shots = settings.STATE_DIR / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1100, "height": 520})
+    page.screenshot(path=str(shots / "home.png"))
+    assert (shots / "home.png").stat().st_size > 10_000
