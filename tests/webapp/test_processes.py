@@ -33,3 +33,31 @@ def test_stop_all_kills_grandchildren_and_stops_servers_last():
     assert server.process.returncode is not None
     text = out.getvalue()
     assert text.index("stubborn | stopped") < text.index("server   | stopped")
+
+
+def test_children_die_when_the_supervisor_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time\n"
+        "from webapp.stack.processes import Supervisor\n"
+        "child = Supervisor(colour=False).start('sleeper', ['sleep', '300'])\n"
+        "print(child.process.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    pid = _first_int(parent.stdout)
+    sleeper = psutil.Process(pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    sleeper.wait(timeout=10)
+    assert not sleeper.is_running()
+
+
+def _first_int(stream) -> int:
+    for line in stream:  # skip the supervisor's own "started (pid N): ..." line
+        if line.strip().isdigit():
+            return int(line)
+    raise AssertionError("the supervisor printed no pid")

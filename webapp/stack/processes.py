@@ -3,6 +3,8 @@ and all of them stopped together (SIGTERM, then SIGKILL to the whole group after
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import dataclasses
 import os
 import signal
@@ -12,6 +14,7 @@ import threading
 import time
 from typing import IO
 
+PR_SET_PDEATHSIG = 1
 COLOURS = ("36", "35", "33", "32", "34", "31", "96", "95", "93", "92")
 
 
@@ -53,6 +56,7 @@ class Supervisor:
             text=True,
             bufsize=1,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         colour = COLOURS[len(self.children) % len(COLOURS)]
         self._width = max(self._width, len(name))
@@ -95,6 +99,16 @@ class Supervisor:
             child.process.wait()
             child.pump.join(timeout=2)
             self.say(child.name, f"stopped (exit code {child.process.returncode})", child.colour)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the supervisor dies, even by SIGKILL (Linux only)."""
+    name = ctypes.util.find_library("c")
+    if name and hasattr(os, "getppid"):
+        try:
+            ctypes.CDLL(name, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
