@@ -1,0 +1,137 @@
+"""The packet of seed 000 (Table 2): the message between the EA server and its computing nodes.
+
+Fields: ``operation_type`` (0 = a node's request for work, 1 = a node's reply with evaluated individuals, which
+also asks for more), ``ind_len`` (how many individuals it carries), ``ind_set`` (the individuals) and
+``termination_flag`` (true = evolution is over). The individuals are opaque JSON objects here: the engine puts
+the candidate id, genome, space name and training budget in them, and the packet never looks inside.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: ``operation_type`` of a node's request for work ("applying for new data").
+REQUEST = 0
+#: ``operation_type`` of a node's evaluated individuals ("replied processed data").
+RESULTS = 1
+
+_FIELDS = ("operation_type", "ind_len", "ind_set", "termination_flag")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class Packet:
+    """One message; checked at construction, so a ``Packet`` always holds consistent fields."""
+
+    operation_type: int
+    ind_len: int
+    ind_set: list
+    termination_flag: bool = False
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.operation_type) or self.operation_type not in (REQUEST, RESULTS):
+            raise ValueError(
+                f"`operation_type` must be {REQUEST} (request) or {RESULTS} (results) "
+                f"(operation_type={self.operation_type!r})."
+            )
+        if not isinstance(self.ind_set, list) or not all(isinstance(ind, dict) for ind in self.ind_set):
+            raise ValueError(f"`ind_set` must be a list of JSON objects (ind_set={self.ind_set!r}).")
+        if not _is_int(self.ind_len) or self.ind_len != len(self.ind_set):
+            raise ValueError(
+                f"`ind_len` must equal the number of individuals in `ind_set` "
+                f"(ind_len={self.ind_len!r}, len(ind_set)={len(self.ind_set)})."
+            )
+        if not isinstance(self.termination_flag, bool):
+            raise ValueError(f"`termination_flag` must be a bool (termination_flag={self.termination_flag!r}).")
+
+    @classmethod
+    def request(cls) -> Packet:
+        """A node's first request for work: no individuals."""
+        return cls(REQUEST, 0, [])
+
+    @classmethod
+    def results(cls, ind_set: list[dict[str, Any]]) -> Packet:
+        """A node's evaluated individuals (which also asks for more work)."""
+        return cls(RESULTS, len(ind_set), ind_set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {field: getattr(self, field) for field in _FIELDS}
+
+    def to_json(self) -> str:
+        """Compact JSON with the fields in Table 2's order."""
+        return json.dumps(self.to_dict(), separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Packet:
+        """Parse and check a packet; anything but exactly the four fields with the right types is a ``ValueError``."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"A packet must be JSON: {error} (text={text[:200]!r}).") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"A packet must be a JSON object with the fields {', '.join(_FIELDS)} (got {data!r}).")
+        missing = [field for field in _FIELDS if field not in data]
+        unknown = sorted(set(data) - set(_FIELDS))
+        if missing or unknown:
+            raise ValueError(
+                f"A packet has exactly the fields {', '.join(_FIELDS)} (missing={missing}, unknown={unknown})."
+            )
+        return cls(**data)
+
+    def nbytes(self) -> int:
+        """The length in bytes of the UTF-8 encoding of :meth:`to_json`, what crosses the wire."""
+        return len(self.to_json().encode("utf-8"))
+
+
+def adaptive_ind_len(
+    pop_size: int, n_nodes: int, requests_so_far: int, start: int = 3, *, available: int | None = None
+) -> int:
+    """How many individuals to hand a node for its next request, by seed 000's batch-size rule.
+
+    Seed 000: "ind_len ∈ [0, ⌈pop_size/n⌉]" and, in the experiment (pop_size = 20, n = 4), ind_len "was manually
+    initialized to 3 and then decreases gradually to 1 as a computing node sends a new task request". So the
+    node's first request gets ``start``, each later one one fewer, never below 1, and never above
+    ``⌈pop_size / n_nodes⌉``. ``available``, when given, caps it by the individuals there are to hand out
+    (0 means nothing now, which the paper allows).
+
+    Args:
+        pop_size: the population size.
+        n_nodes: the number of computing nodes.
+        requests_so_far: how many requests this node made before this one (0 for its first).
+        start: the size of the first batch.
+        available: the unevaluated individuals waiting to be sent, if known.
+    """
+    lows = {
+        "pop_size": (pop_size, 0), "n_nodes": (n_nodes, 1), "requests_so_far": (requests_so_far, 0), "start": (start, 1),
+    }
+    for name, (value, low) in lows.items():
+        if not _is_int(value) or value < low:
+            raise ValueError(f"`{name}` must be an integer >= {low} ({name}={value!r}).")
+    if available is not None and (not _is_int(available) or available < 0):
+        raise ValueError(f"`available` must be None or an integer >= 0 (available={available!r}).")
+    size = min(max(start - requests_so_far, 1), math.ceil(pop_size / n_nodes))
+    return size if available is None else min(size, available)
+
+
+def message_length_model(l_p: float, l_ind: float, ind_len: int) -> float:
+    """Seed 000's Eq. (2): ``L = l_p + l_ind * ind_len`` (fixed packet length plus one individual's per item)."""
+    return l_p + l_ind * ind_len
+
+
+def fit_message_length(ind_lens: Sequence[int], nbytes: Sequence[int]) -> tuple[float, float]:
+    """Least-squares ``(l_p, l_ind)`` of Eq. (2) from measured packet sizes, e.g. ``Packet.nbytes()`` per ind_len."""
+    if len(ind_lens) != len(nbytes) or len(set(ind_lens)) < 2:
+        raise ValueError(
+            f"Need sizes for at least two distinct ind_len values, one size each (ind_lens={list(ind_lens)}, "
+            f"nbytes={list(nbytes)})."
+        )
+    l_ind, l_p = np.polyfit(np.asarray(ind_lens, dtype=float), np.asarray(nbytes, dtype=float), 1)
+    return float(l_p), float(l_ind)
