@@ -1,0 +1,130 @@
+"""The seed-000 packet: strict JSON round trips, sizes, the adaptive ind_len rule and the message-length model."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from nas.packet import (
+    REQUEST,
+    RESULTS,
+    Packet,
+    adaptive_ind_len,
+    fit_message_length,
+    message_length_model,
+)
+
+PELEE = {"stages": [[2, 3, 32], [2, 4, 32], [2, 8, 32], [2, 6, 32]]}
+
+
+def individual(i: int) -> dict:
+    return {"id": i, "space": "pelee", "genome": PELEE, "budget": {"epochs": 2}}
+
+
+@pytest.mark.parametrize(
+    "packet",
+    [Packet.request(), Packet.results([individual(1), individual(2)]), Packet(RESULTS, 0, [], True),
+     Packet(REQUEST, 1, [{"genome": "ünïcode"}], False)],
+)
+def test_round_trip(packet):
+    assert Packet.from_json(packet.to_json()) == packet
+    assert Packet.from_json(packet.to_json().encode()) == packet
+
+
+def test_fields_follow_table_2():
+    assert [f.name for f in dataclasses.fields(Packet)] == ["operation_type", "ind_len", "ind_set", "termination_flag"]
+    assert list(json.loads(Packet.request().to_json())) == ["operation_type", "ind_len", "ind_set", "termination_flag"]
+    assert (REQUEST, RESULTS) == (0, 1)
+
+
+def test_nbytes_is_the_utf8_length():
+    packet = Packet.results([{"name": "ünïcode"}])
+    assert packet.nbytes() == len(packet.to_json().encode("utf-8"))
+    assert packet.to_json().isascii()  # non-ASCII text is escaped, so any transport carries it
+
+
+@pytest.mark.parametrize(
+    "data, needle",
+    [
+        ({"operation_type": 2, "ind_len": 0, "ind_set": [], "termination_flag": False}, "`operation_type` must be 0"),
+        ({"operation_type": True, "ind_len": 0, "ind_set": [], "termination_flag": False}, "operation_type=True"),
+        ({"operation_type": 1, "ind_len": 2, "ind_set": [{}], "termination_flag": False}, "ind_len=2, len(ind_set)=1"),
+        ({"operation_type": 1, "ind_len": "1", "ind_set": [{}], "termination_flag": False}, "ind_len='1'"),
+        ({"operation_type": 1, "ind_len": 1, "ind_set": [3], "termination_flag": False}, "`ind_set` must be a list"),
+        ({"operation_type": 1, "ind_len": 0, "ind_set": {}, "termination_flag": False}, "`ind_set` must be a list"),
+        ({"operation_type": 0, "ind_len": 0, "ind_set": [], "termination_flag": 0}, "termination_flag=0"),
+        ({"operation_type": 0, "ind_len": 0, "ind_set": []}, "missing=['termination_flag']"),
+        ({"operation_type": 0, "ind_len": 0, "ind_set": [], "termination_flag": False, "x": 1}, "unknown=['x']"),
+        ([0, 0, [], False], "must be a JSON object"),
+    ],
+)
+def test_from_json_is_strict(data, needle):
+    with pytest.raises(ValueError) as info:
+        Packet.from_json(json.dumps(data))
+    assert needle in str(info.value)
+
+
+def test_from_json_rejects_non_json():
+    with pytest.raises(ValueError, match="A packet must be JSON"):
+        Packet.from_json("{not json")
+
+
+def test_packet_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Packet.request().ind_len = 3
+
+
+def test_adaptive_ind_len_decays_from_3_to_1_for_the_paper_setting():
+    sizes = [adaptive_ind_len(20, 4, k) for k in range(6)]
+    assert sizes == [3, 2, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("pop_size, n_nodes", [(20, 4), (20, 1), (5, 4), (4, 4), (0, 3), (100, 7)])
+def test_adaptive_ind_len_stays_in_range(pop_size, n_nodes):
+    cap = math.ceil(pop_size / n_nodes)
+    sizes = [adaptive_ind_len(pop_size, n_nodes, k, start=s) for k in range(10) for s in (1, 3, 10)]
+    assert all(0 <= size <= cap for size in sizes)
+    assert adaptive_ind_len(pop_size, n_nodes, 50) == min(1, cap)
+
+
+def test_adaptive_ind_len_caps_by_what_is_available():
+    assert adaptive_ind_len(20, 4, 0, available=2) == 2
+    assert adaptive_ind_len(20, 4, 0, available=0) == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"pop_size": -1, "n_nodes": 4, "requests_so_far": 0}, "`pop_size` must be an integer >= 0 (pop_size=-1)"),
+        ({"pop_size": 20, "n_nodes": 0, "requests_so_far": 0}, "`n_nodes` must be an integer >= 1 (n_nodes=0)"),
+        ({"pop_size": 20, "n_nodes": 4, "requests_so_far": -2}, "(requests_so_far=-2)"),
+        ({"pop_size": 20, "n_nodes": 4, "requests_so_far": 0, "start": 0}, "(start=0)"),
+        ({"pop_size": 20, "n_nodes": 4, "requests_so_far": 0, "available": -1}, "(available=-1)"),
+    ],
+)
+def test_adaptive_ind_len_checks_its_arguments(kwargs, needle):
+    with pytest.raises(ValueError) as info:
+        adaptive_ind_len(**kwargs)
+    assert needle in str(info.value)
+
+
+def test_message_length_model_matches_measured_sizes():
+    ind_lens = list(range(0, math.ceil(20 / 4) + 1))
+    sizes = [Packet.results([individual(1)] * n).nbytes() for n in ind_lens]
+    l_p, l_ind = fit_message_length(ind_lens, sizes)
+    assert l_ind == pytest.approx(len(json.dumps(individual(1), separators=(",", ":"))) + 1, abs=0.5)
+    for n, size in zip(ind_lens, sizes):  # affine up to the one comma the first individual goes without
+        assert abs(message_length_model(l_p, l_ind, n) - size) <= 1
+    assert sizes[2] - sizes[1] == sizes[5] - sizes[4]  # exactly affine from one individual on
+    assert max(sizes) < 2048  # "KB level", as seed 000 reports
+
+
+def test_message_length_model_is_eq_2():
+    assert message_length_model(70, 130, 3) == 70 + 130 * 3
+
+
+def test_fit_message_length_needs_two_points():
+    with pytest.raises(ValueError, match="at least two distinct"):
+        fit_message_length([3, 3], [10, 10])
