@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "webapp.stack",
+    "webapp.searches",
     "webapp.dashboard",
 ]
 
@@ -75,8 +76,14 @@ def _database(url: str | None) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": STATE_DIR / "db.sqlite3",
-        # The web server and the control loop write at once: wait for the lock instead of failing.
-        "OPTIONS": {"timeout": 20},
+        "OPTIONS": {
+            # The web server and the control loops write at once: wait for the lock instead of failing,
+            # take it at BEGIN (no deadlock upgrading a read to a write), and let readers run beside a
+            # writer (WAL).
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
     }
 
 
@@ -168,10 +175,31 @@ CELERY_RESULT_EXTENDED = True
 CELERY_TASK_TRACK_STARTED = True
 # Two queues: the long-lived search loops, and the evaluations every device-pinned worker pulls from.
 CELERY_TASK_DEFAULT_QUEUE = "control"
-CELERY_TASK_ROUTES = {"webapp.stack.tasks.ping": {"queue": "eval"}}
+CELERY_TASK_ROUTES = {
+    "webapp.stack.tasks.ping": {"queue": "eval"},
+    "webapp.searches.tasks.run_search": {"queue": "control"},
+    "webapp.searches.tasks.evaluate_batch": {"queue": "eval"},  # the loop names the search's pool queue
+}
 # Our own heartbeats in Redis replace Celery's worker events (which cost a core with many workers).
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# ---------------------------------------------------------------------------------------------------------
+# The engine (webapp.searches): heartbeats, leases and attempts. The tests shorten these through the environment.
+# ---------------------------------------------------------------------------------------------------------
+# A running evaluation refreshes its heartbeat this often; a heartbeat older than the TTL means its worker died.
+NAS_HEARTBEAT_SECONDS = float(env_str("NAS_HEARTBEAT_SECONDS", "5"))
+NAS_HEARTBEAT_TTL = float(env_str("NAS_HEARTBEAT_TTL", "30"))
+# A search loop renews its lease every third of this; a loop silent for longer is taken as dead.
+NAS_LEASE_SECONDS = float(env_str("NAS_LEASE_SECONDS", "30"))
+# How often each control worker's reaper looks for searches without a live loop.
+NAS_REAP_SECONDS = float(env_str("NAS_REAP_SECONDS", "10"))
+# A queued evaluation that no idle slot started within this time was lost in transport: sent again.
+NAS_QUEUE_GRACE = float(env_str("NAS_QUEUE_GRACE", "120"))
+# A genome whose worker died this many times fails with `worker_lost` (it would kill every worker).
+NAS_MAX_ATTEMPTS = env_int("NAS_MAX_ATTEMPTS", 3)
+# The longest the loop blocks waiting for a result before it checks leases, staleness and stop requests.
+NAS_LOOP_WAIT = float(env_str("NAS_LOOP_WAIT", "1"))
 
 LOGGING = {
     "version": 1,

@@ -1,5 +1,17 @@
-"""Settings for the test suite: fast password hashing; SQLite tests run on pytest-django's test database."""
+"""Settings for the test suite: fast password hashing; the test database is a file that the real worker
+processes of the integration tests share with the test process."""
+import os
+
 from webapp.settings.base import *  # noqa: F403
+from webapp.settings.base import DATABASES, STATE_DIR
 
 # Hashing passwords at full strength costs ~0.3 s per login; tests log in many times.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+_default = DATABASES["default"]
+if _default["ENGINE"].endswith("sqlite3"):
+    # A file, not pytest-django's in-memory database: control and evaluation workers are other processes.
+    _default["TEST"] = {"NAME": str(STATE_DIR / "test-db.sqlite3")}
+if os.environ.get("NAS_USE_TEST_DB") == "1":
+    # A worker process started by a test: use the test session's database.
+    _default["NAME"] = _default.get("TEST", {}).get("NAME") or f"test_{_default['NAME']}"

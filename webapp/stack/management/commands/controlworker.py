@@ -16,6 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("--loglevel", default="INFO")
 
     def handle(self, *args, **options):
+        from webapp.searches.reaper import Reaper
+
+        # Restarts the loop of any search whose control worker died (a thread: see webapp.searches.reaper).
+        Reaper().start()
         app.worker_main([
             "worker",
             "--queues", "control",

@@ -30,8 +30,9 @@ class Command(BaseCommand):
             raise CommandError(f"--device must be cpu or cuda:N (got {device!r})")
         if options["slots"] < 1:
             raise CommandError(f"--slots must be at least 1 (got {options['slots']})")
-        os.environ["NAS_DEVICE"] = device  # inherited by the pool's processes
         node, short = options["node"], device.replace(":", "")
+        # Inherited by the pool's processes: each one is a slot announcing itself (webapp.searches.slots).
+        os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
         app.worker_main([
             "worker",
             "--queues", f"{options['pool']},eval.{node}.{short}",

@@ -1,0 +1,58 @@
+"""A whole search across real workers: every individual final exactly once, counts and speedup reported."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.engine.conftest import wait_until
+from webapp.searches import accounting, lifecycle
+from webapp.searches.models import Event, Individual, Search
+
+pytestmark = pytest.mark.integration
+
+
+def simulated_config(evaluations: int = 30, duration: float = 0.3, **evaluation) -> dict:
+    return {
+        "space": {"name": "chain", "max_layers": 6},
+        "strategy": {"name": "regularized", "seed": 1,
+                     "params": {"population": 6, "sample_size": 3, "max_evaluations": evaluations}},
+        "training": {"epochs": 2},
+        "evaluation": {"mode": "simulated", "duration": duration, **evaluation},
+    }
+
+
+def finished(search_id: int, timeout: float = 60) -> Search:
+    def done():
+        search = Search.objects.get(pk=search_id)
+        return search if search.status in (Search.Status.FINISHED, Search.Status.FAILED) else None
+
+    return wait_until(done, timeout, message=f"search {search_id} finished")
+
+
+def owner():
+    return get_user_model().objects.get_or_create(username="tester")[0]
+
+
+def test_a_regularized_search_completes_on_two_workers(stack):
+    stack.evaluator("alpha")
+    stack.evaluator("beta")
+    stack.control()
+    search = lifecycle.launch(lifecycle.create_search(owner(), "two workers", simulated_config()))
+    search = finished(search.pk)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = list(Individual.objects.filter(search=search))
+    assert sorted(i.number for i in individuals) == list(range(30))
+    assert all(i.status == Individual.Status.DONE for i in individuals)
+    assert len({i.key for i in individuals}) == 30
+    summary = accounting.summary(search.stats)
+    counts = {node["node"]: node["count"] for node in summary["nodes"]}
+    assert sum(counts.values()) == 30 and set(counts) == {"alpha", "beta"}
+    assert min(counts.values()) >= 8  # both pulled work
+    assert summary["ideal"] == 2 and 1.0 < summary["speedup"] <= 2.05
+    assert 0.5 < summary["efficiency"] <= 1.03
+    assert search.best_fitness == max(i.fitness for i in individuals)
+    seqs = list(Event.objects.filter(search=search).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert Event.objects.filter(search=search, type="individual.finished").count() == 30
+    print(f"speedup {summary['speedup']:.2f} of ideal {summary['ideal']}, efficiency {summary['efficiency']:.2f}, "
+          f"wall {summary['wall']:.1f} s, serial {summary['serial']:.1f} s, counts {counts}")

@@ -1,0 +1,64 @@
+"""One way to tell the world what happened to a search: :func:`notify`.
+
+Each event is a row of the search's append-only log with the next sequence number (so a page that missed
+some asks for those after the last it saw), then, once the transaction commits, a message to the search's
+Channels group. The group message is best effort: the log is the truth.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from webapp.searches.models import Event, Search
+
+log = logging.getLogger(__name__)
+
+
+def group_name(search_id: int) -> str:
+    return f"search.{search_id}"
+
+
+def event_payload(event: Event) -> dict[str, Any]:
+    return {"seq": event.seq, "type": event.type, "data": event.data, "time": event.time.timestamp()}
+
+
+def notify(search_id: int, type: str, data: dict[str, Any]) -> Event:
+    """Append an event to the search's log and publish it after commit."""
+    return notify_many(search_id, [(type, data)])[0]
+
+
+def notify_many(search_id: int, events: list[tuple[str, dict[str, Any]]]) -> list[Event]:
+    """Append several events in one transaction (consecutive sequence numbers); publish them after commit."""
+    if not events:
+        return []
+    with transaction.atomic():
+        Search.objects.filter(pk=search_id).update(event_seq=F("event_seq") + len(events))
+        last = Search.objects.filter(pk=search_id).values_list("event_seq", flat=True).get()
+        rows = Event.objects.bulk_create(
+            Event(search_id=search_id, seq=last - len(events) + 1 + i, type=type, data=data)
+            for i, (type, data) in enumerate(events)
+        )
+        transaction.on_commit(lambda: publish(search_id, [event_payload(event) for event in rows]))
+    return rows
+
+
+def publish(search_id: int, events: list[dict[str, Any]]) -> None:
+    """Send events to the search's group; a failure is logged, never raised (the log has them)."""
+    layer = get_channel_layer()
+    if layer is None or not events:
+        return
+    try:
+        async_to_sync(layer.group_send)(group_name(search_id), {"type": "search.events", "events": events})
+    except Exception as error:
+        log.warning("could not publish %d event(s) of search %s: %s", len(events), search_id, error)
+
+
+def events_after(search_id: int, seq: int, limit: int = 5000) -> list[dict[str, Any]]:
+    """The search's events with a sequence number above ``seq``, oldest first."""
+    rows = Event.objects.filter(search_id=search_id, seq__gt=seq).order_by("seq")[:limit]
+    return [event_payload(event) for event in rows]

@@ -1,0 +1,50 @@
+"""The lease a control loop holds on its search: owner and expiry in the search row, renewed every few
+seconds. A second loop for the same search exits at once while the lease is live; a loop whose lease was
+taken over (it stalled past the expiry) stops writing."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import uuid
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from webapp.searches.models import Search
+
+ACTIVE = (Search.Status.RUNNING, Search.Status.STOPPING)
+
+
+def new_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _expiry() -> dt.datetime:
+    return timezone.now() + dt.timedelta(seconds=settings.NAS_LEASE_SECONDS)
+
+
+def take(search_id: int, owner: str) -> bool:
+    """Take the lease if it is free, expired or already ours."""
+    free = Q(lease_owner="") | Q(lease_expires__lt=timezone.now()) | Q(lease_owner=owner)
+    return Search.objects.filter(free, pk=search_id, status__in=ACTIVE).update(
+        lease_owner=owner, lease_expires=_expiry()
+    ) == 1
+
+
+def renew(search_id: int, owner: str) -> bool:
+    """Extend our lease; False if another loop holds it now (then we must stop at once)."""
+    return Search.objects.filter(pk=search_id, lease_owner=owner).update(lease_expires=_expiry()) == 1
+
+
+def release(search_id: int, owner: str) -> None:
+    Search.objects.filter(pk=search_id, lease_owner=owner).update(lease_owner="", lease_expires=None)
+
+
+def expired_searches() -> list[int]:
+    """Active searches that no live loop holds (their loop died, or was never started)."""
+    now = timezone.now()
+    grace = now - dt.timedelta(seconds=settings.NAS_LEASE_SECONDS)
+    lost = Q(lease_expires__lt=now) | (Q(lease_owner="") & (Q(started__lt=grace) | Q(started__isnull=True)))
+    return list(Search.objects.filter(lost, status__in=ACTIVE).values_list("pk", flat=True))

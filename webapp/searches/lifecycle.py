@@ -1,0 +1,79 @@
+"""What a user does to a search: create, launch, stop, resume, clone. Views, the API and the ``search``
+command call these; they never touch individuals (only the search's loop writes those)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.searches import broadcast, transport
+from webapp.searches.config import check_config, planned_evaluations
+from webapp.searches.models import Search
+
+
+class ActionError(ValueError):
+    """An action that does not apply to the search in its present state (e.g. resuming a finished one)."""
+
+
+def create_search(owner, name: str, config: Any) -> Search:
+    """A draft search with its configuration checked (:class:`~webapp.searches.config.ConfigError` if bad)."""
+    checked = check_config(config)
+    name = (name or "").strip()
+    if not name:
+        raise ActionError("A search needs a name.")
+    return Search.objects.create(
+        owner=owner, name=name[:200], config=checked, evaluations_total=planned_evaluations(checked)
+    )
+
+
+def _start_loop(search: Search) -> None:
+    from webapp.searches.tasks import run_search
+
+    transport.set_stopped(search.pk, False)
+    transaction.on_commit(lambda: run_search.apply_async(args=[search.pk], queue="control"))
+
+
+def launch(search: Search) -> Search:
+    if search.status != Search.Status.DRAFT:
+        raise ActionError(f"Only a draft search can be launched; this one is {search.status}.")
+    with transaction.atomic():
+        search.status, search.started = Search.Status.RUNNING, timezone.now()
+        search.save(update_fields=["status", "started"])
+        broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "launched"})
+        _start_loop(search)
+    return search
+
+
+def stop(search: Search) -> Search:
+    """Stop handing out work; queued evaluations are skipped, running ones finish and are kept for a resume."""
+    if search.status not in (Search.Status.RUNNING, Search.Status.STOPPING):
+        raise ActionError(f"Only a running search can be stopped; this one is {search.status}.")
+    transport.set_stopped(search.pk, True)
+    with transaction.atomic():
+        # A live loop sees "stopping" and ends itself; without one (no control worker yet) stop at once.
+        held = search.lease_owner and search.lease_expires and search.lease_expires > timezone.now()
+        search.status = Search.Status.STOPPING if held else Search.Status.STOPPED
+        search.status_reason = "stopped by its owner"
+        Search.objects.filter(pk=search.pk).update(status=search.status, status_reason=search.status_reason)
+        broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": search.status_reason})
+    return search
+
+
+def resume(search: Search) -> Search:
+    if search.status not in (Search.Status.STOPPED, Search.Status.FAILED, Search.Status.STOPPING):
+        raise ActionError(f"Only a stopped search can be resumed; this one is {search.status}.")
+    with transaction.atomic():
+        Search.objects.filter(pk=search.pk).update(status=Search.Status.RUNNING, status_reason="")
+        search.status, search.status_reason = Search.Status.RUNNING, ""
+        broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "resumed"})
+        _start_loop(search)
+    return search
+
+
+def clone(search: Search, owner, name: str | None = None) -> Search:
+    """A new draft with the same configuration (edit and launch it)."""
+    copy = create_search(owner, name or f"{search.name} (copy)", search.config)
+    copy.cloned_from = search
+    copy.save(update_fields=["cloned_from"])
+    return copy

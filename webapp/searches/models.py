@@ -1,0 +1,130 @@
+"""Searches, their individuals, their events and the evaluation workers: fields only.
+
+Writes go through the services (``lifecycle``, ``recording``, ``broadcast``, ``nodes``); only a search's own
+control loop writes its individuals.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Search(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "draft"
+        RUNNING = "running", "running"
+        STOPPING = "stopping", "stopping"
+        STOPPED = "stopped", "stopped"
+        FINISHED = "finished", "finished"
+        FAILED = "failed", "failed"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="searches")
+    name = models.CharField(max_length=200, help_text="A name of the owner's choice.")
+    config = models.JSONField(help_text="The checked search configuration (webapp.searches.config.SearchConfig).")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    status_reason = models.TextField(blank=True, help_text="Why the search stopped or failed, in words.")
+    strategy_state = models.JSONField(
+        null=True, blank=True, help_text="The strategy's state_dict(), saved after every tell: the search resumes from it."
+    )
+    lease_owner = models.CharField(max_length=200, blank=True, help_text="The control loop holding the search.")
+    lease_expires = models.DateTimeField(null=True, blank=True, help_text="The lease is free after this time.")
+    stats = models.JSONField(default=dict, blank=True, help_text="Live accounting, updated as results are recorded.")
+    best = models.JSONField(default=list, blank=True, help_text="Ids of the best individuals, best first.")
+    best_fitness = models.FloatField(null=True, blank=True)
+    event_seq = models.PositiveBigIntegerField(default=0, help_text="The sequence number of the last event.")
+    evaluations_total = models.PositiveIntegerField(default=0, help_text="The planned number of evaluations.")
+    evaluations_done = models.PositiveIntegerField(default=0, help_text="Individuals with a final result.")
+    cloned_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones")
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name_plural = "searches"
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk}, {self.status})"
+
+
+class Individual(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    FINAL = (Status.DONE, Status.FAILED)
+
+    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="individuals")
+    number = models.PositiveIntegerField(help_text="The strategy's candidate id: 0, 1, 2, ... in the order asked.")
+    genome = models.JSONField()
+    key = models.CharField(max_length=64, db_index=True, help_text="The space's stable id of the genome.")
+    description = models.CharField(max_length=500, blank=True, help_text="The space's one-line description.")
+    generation = models.PositiveIntegerField(default=0)
+    parents = models.JSONField(default=list, blank=True, help_text="Keys of the parents (none for a sample).")
+    operator = models.CharField(max_length=32, default="sample", help_text="sample, mutation, crossover, ...")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="How many times a worker started it.")
+    fitness = models.FloatField(null=True, blank=True, db_index=True)
+    metrics = models.JSONField(default=dict, blank=True, help_text="Accuracy, params, FLOPs, latency, timings ...")
+    curve = models.JSONField(default=list, blank=True, help_text="Loss and accuracy per epoch.")
+    failure = models.CharField(max_length=32, blank=True, help_text="oom, diverged, timeout, invalid, worker_lost ...")
+    message = models.TextField(blank=True, help_text="The failure's explanation.")
+    node = models.CharField(max_length=200, blank=True)
+    device = models.CharField(max_length=32, blank=True)
+    slot = models.CharField(max_length=250, blank=True, help_text="node/device/slot that evaluated it.")
+    task_id = models.CharField(max_length=64, blank=True, db_index=True, help_text="The current evaluate task.")
+    packet_bytes = models.PositiveIntegerField(default=0, help_text="This individual's share of its packet's bytes.")
+    created = models.DateTimeField(auto_now_add=True)
+    dispatched = models.DateTimeField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True, help_text="Seconds the worker spent on it.")
+
+    class Meta:
+        ordering = ["search", "number"]
+        constraints = [models.UniqueConstraint(fields=["search", "number"], name="unique_individual_number")]
+        indexes = [models.Index(fields=["search", "status"]), models.Index(fields=["search", "finished"])]
+
+    def __str__(self) -> str:
+        return f"#{self.number} of search {self.search_id} ({self.status})"
+
+
+class Event(models.Model):
+    """An append-only log per search; ``seq`` numbers them so a page can ask for what it missed."""
+
+    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=64, help_text="e.g. individual.finished, search.status")
+    data = models.JSONField(default=dict)
+    time = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["search", "seq"]
+        constraints = [models.UniqueConstraint(fields=["search", "seq"], name="unique_event_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.seq} of search {self.search_id}"
+
+
+class Worker(models.Model):
+    """An evaluation worker slot, as last seen through its heartbeat in Redis."""
+
+    name = models.CharField(max_length=250, unique=True, help_text="node/device/slot")
+    node = models.CharField(max_length=200)
+    device = models.CharField(max_length=32)
+    slot = models.PositiveSmallIntegerField(default=0)
+    slots = models.PositiveSmallIntegerField(default=1, help_text="Slots of its device's worker.")
+    pool = models.CharField(max_length=100, default="eval")
+    host = models.CharField(max_length=200, blank=True)
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    current = models.JSONField(null=True, blank=True, help_text="The evaluation it runs: search and individual ids.")
+    first_seen = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node", "device", "slot"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,110 @@
+"""Who this evaluation slot is, and its heartbeat in Redis while the worker lives.
+
+An evaluation worker (``manage.py evalworker``) sets ``NAS_NODE``, ``NAS_DEVICE``, ``NAS_POOL`` and
+``NAS_SLOTS``; each of its pool processes is one slot, numbered by Celery's process index. The control
+loop counts the live slots of its pool to know how much work to hand out.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+import threading
+
+from django.conf import settings
+
+from webapp.searches import transport
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotIdentity:
+    node: str
+    device: str
+    slot: int
+    slots: int
+    pool: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.node}/{self.device}/{self.slot}"
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "name": self.name, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+def identity() -> SlotIdentity:
+    try:
+        from billiard.process import current_process
+
+        index = int(getattr(current_process(), "index", 0) or 0)
+    except Exception:  # not in a Celery pool process (a direct call in a test)
+        index = 0
+    return SlotIdentity(
+        node=os.environ.get("NAS_NODE", socket.gethostname()),
+        device=os.environ.get("NAS_DEVICE", "cpu"),
+        slot=index,
+        slots=int(os.environ.get("NAS_SLOTS", "1")),
+        pool=os.environ.get("NAS_POOL", "eval"),
+    )
+
+
+class SlotHeartbeat:
+    """A daemon thread announcing this slot (and what it evaluates) every ``NAS_HEARTBEAT_SECONDS``."""
+
+    current: dict | None = None
+
+    def __init__(self) -> None:
+        self.me = identity()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="slot-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def announce(self) -> None:
+        transport.announce_slot(self.me.node, self.me.device, self.me.slot, {**self.me.as_dict(), "current": self.current})
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.announce()
+            except Exception as error:  # Redis restarting: try again at the next beat
+                log.warning("slot heartbeat failed: %s", error)
+            self._stop.wait(settings.NAS_HEARTBEAT_SECONDS)
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            transport.retire_slot(self.me.node, self.me.device, self.me.slot)
+        except Exception:
+            pass
+
+
+_heartbeat: SlotHeartbeat | None = None
+
+
+def start_slot() -> SlotHeartbeat:
+    """Called once in each evaluation pool process (Celery's ``worker_process_init``)."""
+    global _heartbeat
+    transport.reset_clients()  # never share the parent's Redis sockets across fork
+    _heartbeat = SlotHeartbeat()
+    _heartbeat.start()
+    return _heartbeat
+
+
+def stop_slot() -> None:
+    if _heartbeat is not None:
+        _heartbeat.stop()
+
+
+def set_current(current: dict | None) -> None:
+    """What this slot evaluates now (shown on the nodes page); announced at once."""
+    if _heartbeat is not None:
+        _heartbeat.current = current
+        try:
+            _heartbeat.announce()
+        except Exception:
+            pass

@@ -1,0 +1,200 @@
+"""What crosses Redis between the control loop and the evaluation workers, besides Celery's own messages.
+
+Workers never touch the database: they report through Redis, and the loop (the single writer of a search's
+individuals) records what they report.
+
+| key | kind | written by | meaning |
+| --- | --- | --- | --- |
+| ``nas:results:<search>`` | list | workers | ``started``, ``result`` and ``skipped`` messages (JSON), in arrival order |
+| ``nas:results:<search>:processing`` | list | the loop | messages taken but not yet committed (reliable queue) |
+| ``nas:hb:<search>:<individual>`` | string, TTL | the evaluating slot | heartbeat: who runs it since when |
+| ``nas:starts:<search>:<individual>`` | counter | workers | how many times a worker started it (attempts) |
+| ``nas:done:<search>:<individual>`` | string | workers | a result was pushed: a redelivered task skips it |
+| ``nas:stop:<search>`` | string | the web / services | the search is stopped: queued tasks are skipped |
+| ``nas:slot:<node>:<device>:<slot>`` | string, TTL | each worker slot | the slot is alive (JSON: pool, slots, current) |
+
+Messages are JSON (never pickle). The loop moves messages to its processing list with ``LMOVE`` and deletes
+them only after the database transaction that records them committed, so a crash of the loop re-reads them;
+recording is idempotent.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import redis
+from django.conf import settings
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+KEEP = 7 * 24 * 3600  #: how long per-individual counters and markers live
+_clients: dict[str, redis.Redis] = {}
+
+
+def client() -> redis.Redis:
+    """One client per process, which rides out a Redis restart (retries with backoff for about a minute)."""
+    url = settings.REDIS_URL
+    if url not in _clients:
+        _clients[url] = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=2,
+            socket_timeout=10,
+            health_check_interval=15,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=40),
+            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        )
+    return _clients[url]
+
+
+def reset_clients() -> None:
+    """Forget the cached clients (a forked child must not share its parent's sockets)."""
+    _clients.clear()
+
+
+def results_key(search_id: int) -> str:
+    return f"nas:results:{search_id}"
+
+
+def processing_key(search_id: int) -> str:
+    return f"nas:results:{search_id}:processing"
+
+
+def heartbeat_key(search_id: int, individual_id: int) -> str:
+    return f"nas:hb:{search_id}:{individual_id}"
+
+
+def starts_key(search_id: int, individual_id: int) -> str:
+    return f"nas:starts:{search_id}:{individual_id}"
+
+
+def done_key(search_id: int, individual_id: int) -> str:
+    return f"nas:done:{search_id}:{individual_id}"
+
+
+def stop_key(search_id: int) -> str:
+    return f"nas:stop:{search_id}"
+
+
+def slot_key(node: str, device: str, slot: int) -> str:
+    return f"nas:slot:{node}:{device}:{slot}"
+
+
+# --- worker side --------------------------------------------------------------------------------------------
+
+
+def push(search_id: int, message: dict[str, Any]) -> None:
+    """Report to the search's loop; retried by the client while Redis restarts."""
+    client().rpush(results_key(search_id), json.dumps(message, allow_nan=False))
+
+
+def count_start(search_id: int, individual_id: int) -> int:
+    """One more start of this individual; returns the attempt number (1 for the first)."""
+    key = starts_key(search_id, individual_id)
+    with client().pipeline() as pipe:
+        pipe.incr(key).expire(key, KEEP)
+        attempt, _ = pipe.execute()
+    return int(attempt)
+
+
+def beat(search_id: int, individual_id: int, info: dict[str, Any]) -> None:
+    client().set(heartbeat_key(search_id, individual_id), json.dumps(info), px=int(settings.NAS_HEARTBEAT_TTL * 1000))
+
+
+def clear_beat(search_id: int, individual_id: int) -> None:
+    client().delete(heartbeat_key(search_id, individual_id))
+
+
+def mark_done(search_id: int, individual_id: int) -> None:
+    client().set(done_key(search_id, individual_id), "1", ex=KEEP)
+
+
+def is_done(search_id: int, individual_id: int) -> bool:
+    return bool(client().exists(done_key(search_id, individual_id)))
+
+
+def is_stopped(search_id: int) -> bool:
+    return bool(client().exists(stop_key(search_id)))
+
+
+def announce_slot(node: str, device: str, slot: int, info: dict[str, Any]) -> None:
+    client().set(slot_key(node, device, slot), json.dumps({**info, "time": time.time()}), px=int(settings.NAS_HEARTBEAT_TTL * 1000))
+
+
+def retire_slot(node: str, device: str, slot: int) -> None:
+    client().delete(slot_key(node, device, slot))
+
+
+# --- loop side ----------------------------------------------------------------------------------------------
+
+
+def set_stopped(search_id: int, stopped: bool) -> None:
+    if stopped:
+        client().set(stop_key(search_id), "1")
+    else:
+        client().delete(stop_key(search_id))
+
+
+def take_messages(search_id: int, wait: float, limit: int = 500) -> list[dict[str, Any]]:
+    """Messages left in the processing list by a crashed loop, else new ones: wait up to ``wait`` seconds for
+    the first, then take what else is there (up to ``limit``). Each one stays in the processing list until
+    :func:`ack_messages`."""
+    redis_ = client()
+    source, target = results_key(search_id), processing_key(search_id)
+    raw = redis_.lrange(target, 0, limit - 1)
+    if not raw:
+        first = redis_.blmove(source, target, wait, "LEFT", "RIGHT") if wait > 0 else redis_.lmove(source, target)
+        raw = [] if first is None else [first]
+        while first is not None and len(raw) < limit:
+            more = redis_.lmove(source, target, "LEFT", "RIGHT")
+            if more is None:
+                break
+            raw.append(more)
+    messages = []
+    for item in raw:
+        try:
+            messages.append(json.loads(item))
+        except ValueError:
+            messages.append({"type": "malformed", "raw": item[:200].decode("utf-8", "replace")})
+    return messages
+
+
+def ack_messages(search_id: int, count: int) -> None:
+    """Drop the first ``count`` messages of the processing list: they are recorded."""
+    client().ltrim(processing_key(search_id), count, -1)
+
+
+def heartbeats(search_id: int, individual_ids: list[int]) -> dict[int, dict[str, Any] | None]:
+    """The live heartbeat of each individual (``None``: none, or expired)."""
+    if not individual_ids:
+        return {}
+    values = client().mget([heartbeat_key(search_id, i) for i in individual_ids])
+    return {i: (json.loads(v) if v else None) for i, v in zip(individual_ids, values)}
+
+
+def starts(search_id: int, individual_id: int) -> int:
+    value = client().get(starts_key(search_id, individual_id))
+    return int(value) if value else 0
+
+
+def live_slots(pool: str | None = None) -> list[dict[str, Any]]:
+    """Every slot whose heartbeat is live (optionally only those serving ``pool``)."""
+    redis_ = client()
+    keys = list(redis_.scan_iter(match="nas:slot:*", count=1000))
+    slots = []
+    for key, value in zip(keys, redis_.mget(keys) if keys else []):
+        if value:
+            info = json.loads(value)
+            if pool is None or info.get("pool") == pool:
+                slots.append(info)
+    return slots
+
+
+def forget_search(search_id: int) -> None:
+    """Remove a deleted search's lists and markers."""
+    redis_ = client()
+    redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id))
+    for pattern in (f"nas:hb:{search_id}:*", f"nas:starts:{search_id}:*", f"nas:done:{search_id}:*"):
+        keys = list(redis_.scan_iter(match=pattern, count=1000))
+        if keys:
+            redis_.delete(*keys)
