@@ -11,6 +11,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 _default = DATABASES["default"]
 if _default["ENGINE"].endswith("sqlite3"):
     # A file, not pytest-django's in-memory database: control and evaluation workers are other processes.
+    # On a clean checkout the state folder does not exist yet and SQLite will not create it.
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
     _default["TEST"] = {"NAME": str(STATE_DIR / "test-db.sqlite3")}
 if os.environ.get("NAS_USE_TEST_DB") == "1":
     # A worker process started by a test: use the test session's database.
