@@ -13,15 +13,41 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory) -> str:
-    """A real ``redis-server`` (the binary the launcher uses), private to this test session."""
-    from webapp.stack.redis_server import start_embedded
+class RedisProcess:
+    """A real ``redis-server`` (the binary the launcher uses) that a test can restart on the same port and files."""
 
-    server, process = start_embedded(tmp_path_factory.mktemp("redis"))
-    yield server.url
-    process.terminate()
-    process.wait(timeout=10)
+    def __init__(self, state_dir: Path) -> None:
+        from webapp.stack.redis_server import start_embedded
+
+        self.server, self.process = start_embedded(state_dir)
+        self.state_dir = state_dir
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def stop(self) -> None:
+        self.process.terminate()  # SIGTERM: redis-server flushes its AOF, as on a clean shutdown
+        self.process.wait(timeout=10)
+
+    def start(self) -> None:
+        from webapp.stack.redis_server import start_embedded
+
+        self.server, self.process = start_embedded(self.state_dir, port=self.server.port)
+
+
+@pytest.fixture(scope="session")
+def redis_process(tmp_path_factory) -> RedisProcess:
+    """The session's Redis server, private to this test session."""
+    server = RedisProcess(tmp_path_factory.mktemp("redis"))
+    yield server
+    if server.process.poll() is None:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_process) -> str:
+    return redis_process.url
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,13 @@ shortened through the environment so the fault tests take seconds."""
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import time
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
 from tests.conftest import ProcessLog, manage, manage_env
 
@@ -53,6 +56,18 @@ class Stack:
     def env(self, **extra: str) -> dict[str, str]:
         return manage_env(self.redis_url, settings.STATE_DIR, **FAST, **extra)
 
+    def kill(self, process: ProcessLog) -> float:
+        """kill -9 a worker and every process it started; returns when it was killed."""
+        os.killpg(process.process.pid, signal.SIGKILL)
+        killed = time.time()
+        process.process.wait(timeout=10)
+        return killed
+
+    def holding(self, pid: int) -> ProcessLog:
+        """The started worker whose process group contains ``pid`` (a pool child of it)."""
+        group = os.getpgid(pid)
+        return next(p for p in self.processes if p.process.pid == group)
+
     def control(self, **extra: str) -> ProcessLog:
         process = ProcessLog(manage("controlworker", "--concurrency", "2", "--node", f"c{next(_names)}"), self.env(**extra))
         self.processes.append(process)
@@ -87,3 +102,76 @@ def wait_until(condition, timeout: float, interval: float = 0.2, message: str = 
             return value
         time.sleep(interval)
     raise AssertionError(f"{message} not met within {timeout} s")
+
+
+def simulated_config(evaluations: int = 30, duration: float = 0.3, population: int = 6, **evaluation) -> dict:
+    """A regularized search whose evaluations sleep ``duration`` seconds instead of training."""
+    return {
+        "space": {"name": "chain", "max_layers": 6},
+        "strategy": {"name": "regularized", "seed": 1,
+                     "params": {"population": population, "sample_size": 3, "max_evaluations": evaluations}},
+        "training": {"epochs": 2},
+        "evaluation": {"mode": "simulated", "duration": duration, **evaluation},
+    }
+
+
+def first_keys(config: dict, count: int) -> list[str]:
+    """The genome keys of the first ``count`` individuals the search will create (its strategy is seeded)."""
+    from nas.spaces import space_from_config
+    from nas.strategies import get_strategy
+    from webapp.searches.config import check_config
+
+    checked = check_config(config)
+    strategy = checked["strategy"]
+    built = get_strategy(strategy["name"], space_from_config(checked["space"]), strategy["seed"], **strategy["params"])
+    return [candidate.key for candidate in built.ask(count)]
+
+
+def finished(search_id: int, timeout: float = 60):
+    from webapp.searches.models import Search
+
+    def done():
+        search = Search.objects.get(pk=search_id)
+        return search if search.status in (Search.Status.FINISHED, Search.Status.FAILED) else None
+
+    return wait_until(done, timeout, message=f"search {search_id} finished")
+
+
+def owner():
+    return get_user_model().objects.get_or_create(username="tester")[0]
+
+
+def launched(name: str, config: dict):
+    from webapp.searches import lifecycle
+
+    return lifecycle.launch(lifecycle.create_search(owner(), name, config))
+
+
+def assert_each_recorded_once(search, count: int) -> list:
+    """Every individual 0..count-1 exists once, is final, and was announced finished exactly once."""
+    from collections import Counter
+
+    from webapp.searches.models import Event, Individual
+
+    individuals = list(Individual.objects.filter(search=search).order_by("number"))
+    assert [i.number for i in individuals] == list(range(count))
+    assert all(i.status in Individual.FINAL for i in individuals), [(i.number, i.status) for i in individuals]
+    finishes = Counter(e.data["id"] for e in Event.objects.filter(search=search, type="individual.finished"))
+    assert finishes == Counter({i.pk: 1 for i in individuals})
+    seqs = list(Event.objects.filter(search=search).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+    return individuals
+
+
+def running_evaluation(search_id: int, timeout: float = 30) -> tuple[int, dict]:
+    """Wait for an individual being evaluated; its id and its heartbeat (node, slot, pid of the evaluating process)."""
+    from webapp.searches import transport
+    from webapp.searches.models import Individual
+
+    def one():
+        ids = list(Individual.objects.filter(search_id=search_id, status=Individual.Status.RUNNING)
+                   .values_list("pk", flat=True))
+        beats = transport.heartbeats(search_id, ids)
+        return next(((pk, info) for pk, info in beats.items() if info), None)
+
+    return wait_until(one, timeout, interval=0.05, message="an evaluation running")

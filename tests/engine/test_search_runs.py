@@ -2,42 +2,19 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
-from tests.engine.conftest import wait_until
-from webapp.searches import accounting, lifecycle
+from tests.engine.conftest import finished, launched, simulated_config
+from webapp.searches import accounting
 from webapp.searches.models import Event, Individual, Search
 
 pytestmark = pytest.mark.integration
-
-
-def simulated_config(evaluations: int = 30, duration: float = 0.3, **evaluation) -> dict:
-    return {
-        "space": {"name": "chain", "max_layers": 6},
-        "strategy": {"name": "regularized", "seed": 1,
-                     "params": {"population": 6, "sample_size": 3, "max_evaluations": evaluations}},
-        "training": {"epochs": 2},
-        "evaluation": {"mode": "simulated", "duration": duration, **evaluation},
-    }
-
-
-def finished(search_id: int, timeout: float = 60) -> Search:
-    def done():
-        search = Search.objects.get(pk=search_id)
-        return search if search.status in (Search.Status.FINISHED, Search.Status.FAILED) else None
-
-    return wait_until(done, timeout, message=f"search {search_id} finished")
-
-
-def owner():
-    return get_user_model().objects.get_or_create(username="tester")[0]
 
 
 def test_a_regularized_search_completes_on_two_workers(stack):
     stack.evaluator("alpha")
     stack.evaluator("beta")
     stack.control()
-    search = lifecycle.launch(lifecycle.create_search(owner(), "two workers", simulated_config()))
+    search = launched("two workers", simulated_config())
     search = finished(search.pk)
     assert search.status == Search.Status.FINISHED, search.status_reason
     individuals = list(Individual.objects.filter(search=search))

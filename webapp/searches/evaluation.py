@@ -18,34 +18,9 @@ from typing import Any
 
 from django.conf import settings
 
-from nas.packet import Packet
-from webapp.searches import slots, transport
+from webapp.searches import packets, slots, transport
 
 log = logging.getLogger(__name__)
-
-#: Fields every individual of a packet carries.
-INDIVIDUAL_FIELDS = ("search", "individual", "number", "key", "genome", "space", "dataset", "training", "evaluation")
-
-
-class MalformedPacket(ValueError):
-    """A task message that is not a packet of individuals: logged and dropped, nothing changes."""
-
-
-def parse_packet(data: Any) -> Packet:
-    if not isinstance(data, dict):
-        raise MalformedPacket(f"a packet must be a JSON object (got {type(data).__name__})")
-    try:
-        packet = Packet(**data)
-    except (TypeError, ValueError) as error:
-        raise MalformedPacket(str(error)) from None
-    for position, individual in enumerate(packet.ind_set):
-        missing = [field for field in INDIVIDUAL_FIELDS if field not in individual]
-        if missing:
-            raise MalformedPacket(f"individual {position} lacks {', '.join(missing)}")
-        if not all(isinstance(individual[f], int) and not isinstance(individual[f], bool) for f in ("search", "individual")):
-            raise MalformedPacket(f"individual {position}: search and individual must be integer ids")
-    return packet
-
 
 class Heartbeat:
     """Refreshes the individual's heartbeat key while it is evaluated (a thread; the key expires if we die)."""
@@ -130,9 +105,10 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
     return "done"
 
 
-def evaluate_packet(data: Any, task_id: str) -> dict[str, int]:
-    """Evaluate every individual of a packet (seed 000's ``ind_set``), in order; a count of outcomes."""
-    packet = parse_packet(data)
+def evaluate_packet(data: Any, signature: Any, task_id: str) -> dict[str, int]:
+    """Evaluate every individual of a signed packet (seed 000's ``ind_set``), in order; a count of outcomes.
+    Raises :class:`packets.MalformedPacket` before touching anything when the message is not one."""
+    packet = packets.parse(data, signature)
     share = packet.nbytes() // max(packet.ind_len, 1)
     outcomes: dict[str, int] = {}
     for individual in packet.ind_set:

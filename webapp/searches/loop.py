@@ -18,10 +18,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from nas.packet import Packet, adaptive_ind_len
+from nas.packet import adaptive_ind_len
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy, strategy_from_state
-from webapp.searches import accounting, broadcast, lease, recording, transport
+from webapp.searches import accounting, broadcast, lease, packets, recording, transport
 from webapp.searches.models import Individual, Search
 
 log = logging.getLogger(__name__)
@@ -235,18 +235,17 @@ class SearchLoop:
         for start in range(0, len(individuals), size):
             chunk = individuals[start : start + size]
             task_id = uuid.uuid4().hex
-            packet = Packet.results([
+            data, signature = packets.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
                  "space": config["space"], "dataset": config["dataset"], "training": config["training"],
                  "evaluation": config["evaluation"]}
                 for i in chunk
             ])
-            packet = Packet(0, packet.ind_len, packet.ind_set)  # operation_type 0: work handed to a node
             Individual.objects.filter(pk__in=[i.pk for i in chunk]).update(
                 task_id=task_id, dispatched=now, status=Individual.Status.QUEUED
             )
-            evaluate_batch.apply_async(args=[packet.to_dict()], task_id=task_id, queue=self.pool)
-            accounting.count_packet(self.search.stats, packet.nbytes())
+            evaluate_batch.apply_async(args=[data, signature], task_id=task_id, queue=self.pool)
+            accounting.count_packet(self.search.stats, len(json.dumps(data)) + len(signature))
             if resent:
                 self.search.stats["resent"] = self.search.stats.get("resent", 0) + len(chunk)
         Search.objects.filter(pk=self.search_id).update(stats=self.search.stats)

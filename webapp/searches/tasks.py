@@ -12,7 +12,7 @@ import logging
 from celery import shared_task
 from celery.signals import worker_process_init, worker_process_shutdown
 
-from webapp.searches import evaluation, lease, slots
+from webapp.searches import evaluation, lease, packets, slots
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +33,11 @@ def run_search(search_id: int) -> str:
 
 
 @shared_task(name="webapp.searches.tasks.evaluate_batch", bind=True, acks_late=True, ignore_result=True)
-def evaluate_batch(self, packet: dict) -> dict:
+def evaluate_batch(self, packet: dict, signature: str = "") -> dict:
     try:
-        return evaluation.evaluate_packet(packet, self.request.id)
-    except evaluation.MalformedPacket as error:
-        log.error("rejected a malformed evaluation message %s: %s", self.request.id, error)
+        return evaluation.evaluate_packet(packet, signature, self.request.id)
+    except packets.MalformedPacket as error:
+        log.error("rejected evaluation message %s, nothing changed: %s", self.request.id, error)
         return {"rejected": str(error)}
 
 

@@ -162,7 +162,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"timeout": 5.0}}
 # The hard limit sits below the visibility timeout, so a stuck task is killed before it can be duplicated.
 CELERY_TASK_TIME_LIMIT = env_int("NAS_TASK_TIME_LIMIT", NAS_VISIBILITY_TIMEOUT - 600)
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
+CELERY_TASK_SOFT_TIME_LIMIT = max(CELERY_TASK_TIME_LIMIT - 60, CELERY_TASK_TIME_LIMIT * 0.9)
 # Keep reconnecting for ever when Redis restarts: workers must ride out a broker restart, not exit.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
@@ -198,6 +198,9 @@ NAS_REAP_SECONDS = float(env_str("NAS_REAP_SECONDS", "10"))
 NAS_QUEUE_GRACE = float(env_str("NAS_QUEUE_GRACE", "120"))
 # A genome whose worker died this many times fails with `worker_lost` (it would kill every worker).
 NAS_MAX_ATTEMPTS = env_int("NAS_MAX_ATTEMPTS", 3)
+# Evaluation messages are signed with this key (HMAC-SHA256); workers run no other. Every host of one
+# installation must share it; by default it is SECRET_KEY.
+NAS_TASK_KEY = env_str("NAS_TASK_KEY", "")
 # The longest the loop blocks waiting for a result before it checks leases, staleness and stop requests.
 NAS_LOOP_WAIT = float(env_str("NAS_LOOP_WAIT", "1"))
 

@@ -23,7 +23,8 @@ class Command(BaseCommand):
         env = dict(os.environ)
         env["DJANGO_SETTINGS_MODULE"] = "webapp.settings.test"
         # Tests never touch the state of a running `manage.py up` (its database, its Redis files).
-        env["NAS_STATE_DIR"] = str(ROOT / ".state" / "test")
+        # NAS_TEST_STATE_DIR lets two test runs share a checkout without sharing a test database.
+        env["NAS_STATE_DIR"] = os.environ.get("NAS_TEST_STATE_DIR") or str(ROOT / ".state" / "test")
         env.pop("REDIS_URL", None)
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "pytest", *options["pytest_args"]], env)
