@@ -26,6 +26,7 @@ def run_search(search_id: int) -> str:
     if not lease.take(search_id, owner):
         log.info("search %s is held by a live loop (or not active): nothing to do", search_id)
         return "busy"
+    log.info("search %s: loop %s started", search_id, owner)
     try:
         return SearchLoop(search_id, owner).run()
     finally:

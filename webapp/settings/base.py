@@ -166,6 +166,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = max(CELERY_TASK_TIME_LIMIT - 60, CELERY_TASK_TIME_
 # Keep reconnecting for ever when Redis restarts: workers must ride out a broker restart, not exit.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Sending a task while Redis restarts: retry for about half a minute instead of failing the search loop.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 60, "interval_start": 0.1, "interval_step": 0.2, "interval_max": 1.0}
 # Ctrl-C or SIGTERM: let running tasks finish for a few seconds, then stop and leave the unacked messages to
 # be redelivered (a multi-minute evaluation must not hold a shutdown; the engine's reaper re-sends it anyway).
 CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = float(env_int("NAS_SOFT_SHUTDOWN_SECONDS", 10))

@@ -1,0 +1,60 @@
+"""The control worker or Redis itself dies mid-search: the search resumes from its saved state, nothing is
+lost or recorded twice, and never do two loops run one search at once."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config, wait_until
+from webapp.searches.models import Individual, Search
+from webapp.searches.tasks import run_search
+
+pytestmark = pytest.mark.integration
+
+
+def done_count(search_id: int) -> int:
+    return Individual.objects.filter(search_id=search_id, status__in=Individual.FINAL).count()
+
+
+def test_a_killed_control_worker_is_replaced_and_only_one_loop_ever_runs(stack):
+    stack.evaluator("alpha", slots=2)
+    first, second = stack.control(), stack.control()
+    search = launched("control killed", simulated_config(evaluations=30, duration=0.3))
+    wait_until(lambda: done_count(search.pk) >= 8, 60, message="8 evaluations done")
+    holder = Search.objects.get(pk=search.pk).lease_owner
+    pid = int(holder.split(":")[1])
+    dead = stack.holding(pid)
+    killed = stack.kill(dead)
+    survivor = second if dead is first else first
+    saved = Search.objects.get(pk=search.pk).evaluations_done
+
+    survivor.wait_for(f"search {search.pk}: loop", timeout=30)
+    resumed = time.time() - killed
+    # A second and third loop asked for meanwhile find the lease held and do nothing.
+    run_search.apply_async(args=[search.pk], queue="control")
+    run_search.apply_async(args=[search.pk], queue="control")
+    search = finished(search.pk)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    assert search.lease_owner == ""
+    assert_each_recorded_once(search, 30)
+    assert search.evaluations_done == 30 and saved >= 8
+    survivor.wait_for("held by a live loop", timeout=10)
+    assert "lease taken over" not in survivor.text  # no loop ever had to be stopped by another
+    assert all(i.status == Individual.Status.DONE for i in Individual.objects.filter(search=search))
+    print(f"a new loop took over {resumed:.2f} s after the control worker was killed (lease {3} s)")
+
+
+def test_a_search_survives_a_redis_restart(stack, redis_process):
+    stack.evaluator("alpha")
+    stack.evaluator("beta")
+    stack.control()
+    search = launched("redis restart", simulated_config(evaluations=24, duration=0.4))
+    wait_until(lambda: done_count(search.pk) >= 6, 60, message="6 evaluations done")
+    redis_process.stop()
+    time.sleep(1.5)  # workers, the loop and the reaper all lose their connections meanwhile
+    redis_process.start()
+    search = finished(search.pk, timeout=120)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = assert_each_recorded_once(search, 24)
+    assert all(i.status == Individual.Status.DONE for i in individuals)

@@ -1,0 +1,221 @@
+"""``python manage.py search create|launch|watch|stop|resume|clone|list|export``: searches from a terminal.
+
+    python manage.py search create --name digits-chain --config search.json --set strategy.params.max_evaluations=30
+    python manage.py search launch 7 --watch
+    python manage.py search watch 7          # live progress bar until the search ends (Ctrl-C leaves it running)
+    python manage.py search stop 7
+    python manage.py search resume 7
+    python manage.py search export 7 --out results/7 --best 5
+
+A thin layer over ``webapp.searches.lifecycle`` and ``webapp.searches.exports``: the same services the web pages
+call. Every error is one line on stderr and a non-zero exit code; nothing is changed then.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.searches import accounting, lifecycle
+from webapp.searches.config import ConfigError
+from webapp.searches.models import Search
+from webapp.searches.progress import progress_line
+
+ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
+
+
+def parse_overrides(pairs: list[str]) -> list[tuple[list[str], Any]]:
+    """``a.b.c=value`` pairs; the value is JSON when it parses (numbers, booleans, lists), a string otherwise."""
+    overrides = []
+    for pair in pairs:
+        path, sep, raw = pair.partition("=")
+        if not sep or not path:
+            raise CommandError(f"--set takes FIELD=VALUE (got {pair!r}), e.g. strategy.params.population=10")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        overrides.append((path.split("."), value))
+    return overrides
+
+
+def apply_overrides(config: dict[str, Any], overrides: list[tuple[list[str], Any]]) -> dict[str, Any]:
+    for path, value in overrides:
+        node = config
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise CommandError(f"--set {'.'.join(path)}: {part} is not an object in the configuration")
+        node[path[-1]] = value
+    return config
+
+
+class Command(BaseCommand):
+    help = "Create, launch, watch, stop, resume, clone, list and export searches (see the README)."
+
+    def add_arguments(self, parser):
+        commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+        create = commands.add_parser("create", help="create a draft search from a JSON configuration")
+        create.add_argument("--name", required=True)
+        create.add_argument("--config", help="a JSON file ('-' reads stdin); defaults apply to what it leaves out")
+        create.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                            help="override one field, e.g. strategy.params.max_evaluations=30 (repeatable)")
+        create.add_argument("--owner", help="username (default: the first superuser)")
+        create.add_argument("--launch", action="store_true", help="launch it at once")
+        create.add_argument("--watch", action="store_true", help="launch it and watch it to the end")
+        for name, text in (("launch", "launch a draft search"), ("resume", "resume a stopped search")):
+            action = commands.add_parser(name, help=text)
+            action.add_argument("id", type=int)
+            action.add_argument("--watch", action="store_true", help="then watch it to the end")
+        commands.add_parser("stop", help="stop a running search (resumable)").add_argument("id", type=int)
+        watch = commands.add_parser("watch", help="a live progress bar until the search ends")
+        watch.add_argument("id", type=int)
+        watch.add_argument("--interval", type=float, default=1.0, help="seconds between updates (default 1)")
+        watch.add_argument("--timeout", type=float, default=None, help="give up watching after this many seconds")
+        clone = commands.add_parser("clone", help="a new draft with the same configuration")
+        clone.add_argument("id", type=int)
+        clone.add_argument("--name")
+        commands.add_parser("list", help="every search, newest first")
+        export = commands.add_parser("export", help="individuals.csv, events.jsonl and best.zip into a folder")
+        export.add_argument("id", type=int)
+        export.add_argument("--out", required=True, help="the folder to write (created if needed)")
+        export.add_argument("--best", type=int, default=5, help="how many of the best architectures (default 5)")
+
+    def handle(self, *args, **options):
+        action = options["action"]
+        try:
+            return getattr(self, f"do_{action}")(options)
+        except (ConfigError, lifecycle.ActionError) as error:
+            raise CommandError(str(error)) from None
+
+    # --- actions -------------------------------------------------------------------------------------------
+
+    def do_create(self, options) -> None:
+        config = self.read_config(options["config"])
+        config = apply_overrides(config, parse_overrides(options["set"]))
+        search = lifecycle.create_search(self.owner(options["owner"]), options["name"], config)
+        self.stdout.write(f"created search {search.pk} ({search.name}): {search.evaluations_total} evaluations planned")
+        if options["launch"] or options["watch"]:
+            lifecycle.launch(search)
+            self.stdout.write(f"launched search {search.pk}")
+        if options["watch"]:
+            self.watch(search.pk, 1.0, None)
+
+    def do_launch(self, options) -> None:
+        search = lifecycle.launch(self.search(options["id"]))
+        self.stdout.write(f"launched search {search.pk}")
+        if options["watch"]:
+            self.watch(search.pk, 1.0, None)
+
+    def do_resume(self, options) -> None:
+        search = lifecycle.resume(self.search(options["id"]))
+        self.stdout.write(f"resumed search {search.pk}")
+        if options["watch"]:
+            self.watch(search.pk, 1.0, None)
+
+    def do_stop(self, options) -> None:
+        search = lifecycle.stop(self.search(options["id"]))
+        self.stdout.write(f"search {search.pk} is {search.status}: running evaluations finish and are kept")
+
+    def do_clone(self, options) -> None:
+        original = self.search(options["id"])
+        copy = lifecycle.clone(original, original.owner, options["name"])
+        self.stdout.write(f"created search {copy.pk} ({copy.name}) as a draft copy of {original.pk}")
+
+    def do_list(self, options) -> None:
+        rows = Search.objects.select_related("owner").order_by("-created")
+        self.stdout.write(f"{'id':>5}  {'status':<9} {'done':>9}  {'best':>7}  {'owner':<12} name")
+        for s in rows:
+            best = "-" if s.best_fitness is None else f"{s.best_fitness:.4f}"
+            done = f"{s.evaluations_done}/{s.evaluations_total}"
+            self.stdout.write(f"{s.pk:>5}  {s.status:<9} {done:>9}  {best:>7}  {s.owner.username:<12} {s.name}")
+
+    def do_watch(self, options) -> None:
+        self.search(options["id"])
+        self.watch(options["id"], options["interval"], options["timeout"])
+
+    def do_export(self, options) -> None:
+        from webapp.searches import exports
+
+        search = self.search(options["id"])
+        if options["best"] < 1:
+            raise CommandError("--best must be at least 1")
+        folder = Path(options["out"])
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "individuals.csv", "w", newline="", encoding="utf-8") as out:
+            exports.individuals_csv(search, out)
+        with open(folder / "events.jsonl", "w", encoding="utf-8") as out:
+            exports.events_jsonl(search, out)
+        with open(folder / "best.zip", "wb") as out:
+            exports.best_zip(search, options["best"], out)
+        for name in ("individuals.csv", "events.jsonl", "best.zip"):
+            self.stdout.write(f"wrote {folder / name} ({(folder / name).stat().st_size} bytes)")
+
+    # --- helpers -------------------------------------------------------------------------------------------
+
+    def watch(self, search_id: int, interval: float, timeout: float | None) -> None:
+        """Redraw the progress line until the search ends; a failed search exits non-zero."""
+        live = self.stdout.isatty()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last = ""
+        try:
+            while True:
+                search = Search.objects.get(pk=search_id)
+                line = progress_line(search.status, search.evaluations_done, search.evaluations_total,
+                                     search.best_fitness, accounting.summary(search.stats))
+                if line != last:
+                    self.stdout.write(("\r" + line.ljust(len(last))) if live else line, ending="" if live else "\n")
+                    self.stdout.flush()
+                    last = line
+                if search.status in ENDED:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    raise CommandError(f"search {search_id} still {search.status} after {timeout:g} s (it goes on)")
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            self.stdout.write("\nstopped watching; the search goes on (stop it with `search stop`)")
+            return
+        if live:
+            self.stdout.write("")
+        reason = f": {search.status_reason}" if search.status_reason else ""
+        self.stdout.write(f"search {search_id} {search.status}{reason}")
+        if search.status == Search.Status.FAILED:
+            raise CommandError(f"search {search_id} failed{reason}")
+
+    def read_config(self, source: str | None) -> dict[str, Any]:
+        if source is None:
+            return {}
+        try:
+            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        except OSError as error:
+            raise CommandError(f"cannot read the configuration {source}: {error.strerror}") from None
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CommandError(f"the configuration {source} is not JSON: {error}") from None
+        if not isinstance(config, dict):
+            raise CommandError(f"the configuration {source} must be a JSON object")
+        return config
+
+    def search(self, search_id: int) -> Search:
+        try:
+            return Search.objects.get(pk=search_id)
+        except Search.DoesNotExist:
+            raise CommandError(f"no search {search_id} (see `manage.py search list`)") from None
+
+    def owner(self, username: str | None):
+        users = get_user_model()
+        if username:
+            try:
+                return users.objects.get(username=username)
+            except users.DoesNotExist:
+                raise CommandError(f"no user {username!r}") from None
+        first = users.objects.filter(is_superuser=True).order_by("pk").first()
+        if first is None:
+            raise CommandError("no user yet: pass --owner, or create one (`manage.py createsuperuser`, or run `up` once)")
+        return first
