@@ -54,7 +54,7 @@ class Stack:
         self.processes: list[ProcessLog] = []
 
     def env(self, **extra: str) -> dict[str, str]:
-        return manage_env(self.redis_url, settings.STATE_DIR, **FAST, **extra)
+        return manage_env(self.redis_url, settings.STATE_DIR, **{**FAST, **extra})
 
     def kill(self, process: ProcessLog) -> float:
         """kill -9 a worker and every process it started; returns when it was killed."""

@@ -6,6 +6,7 @@ import socket
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.celery import app
+from webapp.stack.devices import device_error
 
 DEVICE = re.compile(r"^(cpu|cuda:\d+)$")
 
@@ -30,6 +31,9 @@ class Command(BaseCommand):
             raise CommandError(f"--device must be cpu or cuda:N (got {device!r})")
         if options["slots"] < 1:
             raise CommandError(f"--slots must be at least 1 (got {options['slots']})")
+        problem = device_error(device)
+        if problem:
+            raise CommandError(problem)
         node, short = options["node"], device.replace(":", "")
         # Inherited by the pool's processes: each one is a slot announcing itself (webapp.searches.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
