@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.settings.env import env_bool, env_int, env_list, env_str
+from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_tls
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
@@ -160,6 +160,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "fanout_patterns": True,
 }
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"timeout": 5.0}}
+# Remote workers over the internet: a rediss:// URL (TLS, certificates verified; NAS_REDIS_CA names a CA file).
+NAS_REDIS_CA = env_str("NAS_REDIS_CA", "")
+CELERY_BROKER_USE_SSL = redis_tls(REDIS_URL, NAS_REDIS_CA)
+CELERY_REDIS_BACKEND_USE_SSL = CELERY_BROKER_USE_SSL
 # The hard limit sits below the visibility timeout, so a stuck task is killed before it can be duplicated.
 CELERY_TASK_TIME_LIMIT = env_int("NAS_TASK_TIME_LIMIT", NAS_VISIBILITY_TIMEOUT - 600)
 CELERY_TASK_SOFT_TIME_LIMIT = max(CELERY_TASK_TIME_LIMIT - 60, CELERY_TASK_TIME_LIMIT * 0.9)

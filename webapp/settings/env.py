@@ -42,3 +42,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None or value == "":
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def redis_tls(url: str, ca_file: str = "") -> dict | None:
+    """Celery's TLS options for a ``rediss://`` URL (certificates verified, against ``ca_file`` when given);
+    ``None`` for plain ``redis://``. Celery refuses a rediss URL without them."""
+    if not url.startswith("rediss://"):
+        return None
+    import ssl
+
+    options: dict = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    if ca_file:
+        options["ssl_ca_certs"] = ca_file
+    return options

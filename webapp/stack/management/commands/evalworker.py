@@ -1,39 +1,65 @@
-"""``python3 manage.py evalworker --device cuda:0 --slots K``: one evaluation worker pinned to one device."""
-import os
-import re
-import socket
+"""``python3 manage.py evalworker --device cuda:0 --slots K``: the evaluation worker(s) of one host.
 
+One device: this process is the Celery worker pinned to it. Several (``--device all`` on a multi-GPU host, or
+``--device cuda:0,cuda:1``): one such worker per device, supervised by this process. Workers need Redis and the
+code only; no database settings.
+"""
+import os
+import socket
+import sys
+
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.celery import app
-from webapp.stack.devices import device_error
-
-DEVICE = re.compile(r"^(cpu|cuda:\d+)$")
+from webapp.settings.env import redis_tls
+from webapp.stack.evalnode import resolve_devices, supervise
+from webapp.stack.redis_server import ping_error, redact
 
 
 class Command(BaseCommand):
     help = (
-        "Run one evaluation worker pinned to one device. It pulls from the pool queue (default 'eval') and from "
-        "its own queue eval.<node>.<device>, one task per free slot."
+        "Run the evaluation worker(s) of this host: one per device, each pulling from the pool queue (default "
+        "'eval') and from its own queue eval.<node>.<device>, one task per free slot."
     )
     requires_system_checks = []
 
     def add_arguments(self, parser):
-        parser.add_argument("--device", default="cpu", help="cpu or cuda:N (default cpu)")
-        parser.add_argument("--slots", type=int, default=1, help="evaluations run at once on the device (default 1)")
+        parser.add_argument("--device", default="cpu",
+                            help="cpu, cuda:N, a comma-separated list, or all (every GPU, else the CPU); default cpu")
+        parser.add_argument("--slots", type=int, default=1, help="evaluations run at once per device (default 1)")
         parser.add_argument("--pool", default="eval", help="the shared queue to pull from (default eval)")
         parser.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
+        parser.add_argument("--redis", help="the cluster's Redis URL, redis:// or rediss:// (default: REDIS_URL)")
         parser.add_argument("--loglevel", default="INFO")
 
     def handle(self, *args, **options):
-        device = options["device"]
-        if not DEVICE.match(device):
-            raise CommandError(f"--device must be cpu or cuda:N (got {device!r})")
         if options["slots"] < 1:
             raise CommandError(f"--slots must be at least 1 (got {options['slots']})")
-        problem = device_error(device)
+        if options["redis"]:
+            self.use_redis(options["redis"])
+        try:
+            devices = resolve_devices(options["device"])
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        if len(devices) > 1:
+            sys.exit(supervise(devices, lambda device: self.argv(device, options)))
+        self.run_worker(devices[0], options)
+
+    def use_redis(self, url: str) -> None:
+        problem = ping_error(url, timeout=5)
         if problem:
-            raise CommandError(problem)
+            raise CommandError(f"--redis {redact(url)} is not reachable: {problem}")
+        os.environ["REDIS_URL"] = url  # the per-device workers of --device all inherit it
+        settings.REDIS_URL = url
+        tls = redis_tls(url, settings.NAS_REDIS_CA)
+        app.conf.update(broker_url=url, result_backend=url, broker_use_ssl=tls, redis_backend_use_ssl=tls)
+
+    def argv(self, device: str, options) -> list[str]:
+        return [sys.executable, sys.argv[0], "evalworker", "--device", device, "--slots", str(options["slots"]),
+                "--pool", options["pool"], "--node", options["node"], "--loglevel", options["loglevel"]]
+
+    def run_worker(self, device: str, options) -> None:
         node, short = options["node"], device.replace(":", "")
         # Inherited by the pool's processes: each one is a slot announcing itself (webapp.searches.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
