@@ -107,14 +107,14 @@ class Command(BaseCommand):
             self.watch(search.pk, 1.0, None)
 
     def do_launch(self, options) -> None:
-        search = lifecycle.launch(self.search(options["id"]))
-        self.stdout.write(f"launched search {search.pk}")
-        if options["watch"]:
-            self.watch(search.pk, 1.0, None)
+        self.start(lifecycle.launch, "launched", options)
 
     def do_resume(self, options) -> None:
-        search = lifecycle.resume(self.search(options["id"]))
-        self.stdout.write(f"resumed search {search.pk}")
+        self.start(lifecycle.resume, "resumed", options)
+
+    def start(self, action, done: str, options) -> None:
+        search = action(self.search(options["id"]))
+        self.stdout.write(f"{done} search {search.pk}")
         if options["watch"]:
             self.watch(search.pk, 1.0, None)
 
