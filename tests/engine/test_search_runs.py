@@ -7,8 +7,8 @@ import pytest
 
 from tests.conftest import manage
 
-from tests.engine.conftest import finished, launched, simulated_config
-from webapp.searches import accounting
+from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config, wait_until
+from webapp.searches import accounting, lifecycle
 from webapp.searches.models import Event, Individual, Search
 
 pytestmark = pytest.mark.integration
@@ -45,3 +45,32 @@ def test_an_evaluation_worker_on_a_missing_device_refuses_to_start(stack):
                          text=True, timeout=120)
     assert run.returncode != 0
     assert "--device cuda:7" in run.stderr and "use --device cpu" in run.stderr
+
+
+def test_a_stopped_search_keeps_its_work_and_resumes_to_the_same_end(stack):
+    stack.evaluator("alpha", slots=2)
+    stack.control()
+    search = launched("stop and resume", simulated_config(evaluations=20, duration=0.4))
+    wait_until(lambda: Individual.objects.filter(search=search, status=Individual.Status.DONE).count() >= 5, 60)
+    lifecycle.stop(Search.objects.get(pk=search.pk))
+    stopped = finished_or_stopped(search.pk)
+    assert stopped.status == Search.Status.STOPPED and stopped.status_reason == "stopped by its owner"
+    done_then = stopped.evaluations_done
+    assert 5 <= done_then < 20
+    with pytest.raises(lifecycle.ActionError, match="Only a running search can be stopped"):
+        lifecycle.stop(stopped)
+    lifecycle.resume(stopped)
+    search = finished(search.pk)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = assert_each_recorded_once(search, 20)
+    assert all(i.status == Individual.Status.DONE for i in individuals)
+    statuses = list(Event.objects.filter(search=search, type="search.status").values_list("data__status", flat=True))
+    assert statuses == ["running", "stopping", "stopped", "running", "finished"]
+
+
+def finished_or_stopped(search_id: int) -> Search:
+    def ended():
+        search = Search.objects.get(pk=search_id)
+        return search if search.status in (Search.Status.STOPPED, Search.Status.FINISHED) else None
+
+    return wait_until(ended, 30, message="search stopped")
