@@ -6,7 +6,6 @@ import subprocess
 import pytest
 
 from tests.conftest import manage
-
 from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config, wait_until
 from webapp.searches import accounting, lifecycle
 from webapp.searches.models import Event, Individual, Search
