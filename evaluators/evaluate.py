@@ -1,0 +1,167 @@
+"""The one entry point: ``evaluate(genome, space, training, dataset, device) -> result``.
+
+The result is JSON-ready (the shape of ``evaluators.simulated``'s): validation accuracy as fitness, parameters,
+FLOPs (multiply-accumulates), inference latency, the learning curve, timings, the device and peak memory, or a
+failure with a reason (``oom``, ``diverged``, ``timeout``, ``invalid``, ``error``). It never raises (except
+``KeyboardInterrupt``/``SystemExit``) and frees the model after a failure, so the next evaluation in the same
+process runs as if nothing happened.
+"""
+from __future__ import annotations
+
+import gc
+import math
+import os
+import time
+from typing import Any
+
+import torch
+
+from evaluators import measure, summary
+from evaluators.budget import TrainingBudget
+from evaluators.builders import architecture, as_space
+from evaluators.datasets import load_dataset
+from evaluators.training import Diverged, TimedOut, make_optimizer, train_one_epoch, validate
+
+
+class Invalid(ValueError):
+    """The genome, space, training budget, dataset name or device cannot be evaluated as given."""
+
+
+def _finite(value: float | None) -> float | None:
+    """``value`` as a plain float, ``None`` when it is NaN or infinite (JSON has neither)."""
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _is_oom(error: BaseException) -> bool:
+    """CPU allocators and older CUDA builds raise a plain ``RuntimeError`` on out-of-memory."""
+    text = str(error)
+    return "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+
+
+def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) -> tuple:
+    """Everything checked before any work: ``Invalid`` with the validator's message otherwise."""
+    try:
+        budget = training if isinstance(training, TrainingBudget) else TrainingBudget.from_dict(training)
+        spec = architecture(genome, as_space(space), dataset)
+        resolved = measure.resolve_device(device)
+    except (ValueError, TypeError, KeyError, RuntimeError) as error:
+        raise Invalid(str(error)) from None
+    return budget, spec, resolved
+
+
+def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, fault: str | None,
+         export_to: str | os.PathLike | None, report: dict[str, Any], held: dict[str, Any]) -> None:
+    """Build, train, validate and measure, filling ``report`` as it goes (so a failure keeps what was done);
+    the model and optimizer live in ``held`` so the caller can free them after a failure."""
+    started = time.perf_counter()
+    budget, spec, resolved = _parse(genome, space, training, dataset, device)
+    report["device"] = str(resolved)
+    deadline = started + budget.max_seconds if budget.max_seconds is not None else None
+    measure.start_memory(resolved)
+    if resolved.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # full batches only, so each convolution is tuned once
+
+    data = load_dataset(dataset, str(resolved), budget.seed)
+    report["timings"]["data"] = time.perf_counter() - started
+
+    mark = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):  # seeded weights without touching the process's global RNG
+        torch.manual_seed(budget.seed)
+        from evaluators.blocks import Net
+
+        held["model"] = model = Net(spec)
+    model.to(resolved)
+    if budget.precision == "bf16":
+        model.to(memory_format=torch.channels_last)
+    held["optimizer"] = optimizer = make_optimizer(model, budget)
+    costs = summary.summarize(spec)
+    report["metrics"].update(params=sum(p.numel() for p in model.parameters()), flops=costs["macs"],
+                             precision=budget.precision, batch_size=min(budget.batch_size, len(data.train_x)))
+    report["timings"]["build"] = time.perf_counter() - mark
+
+    generator = torch.Generator().manual_seed(budget.seed)
+    steps = len(data.train_x) // min(budget.batch_size, len(data.train_x))
+    for epoch in range(1, budget.epochs + 1):
+        mark = time.perf_counter()
+        train_loss = train_one_epoch(model, data.train_x, data.train_y, optimizer, budget, generator, deadline, fault)
+        measure.synchronize(resolved)
+        report["timings"]["train"] += time.perf_counter() - mark
+        mark = time.perf_counter()
+        val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline)
+        report["timings"]["validate"] += time.perf_counter() - mark
+        report["curve"].append({"epoch": epoch, "train_loss": _finite(train_loss), "val_loss": _finite(val_loss),
+                                "val_accuracy": accuracy})
+        report["metrics"].update(accuracy=accuracy, train_loss=_finite(train_loss), val_loss=_finite(val_loss),
+                                 epochs=epoch)
+    images = budget.epochs * steps * min(budget.batch_size, len(data.train_x))
+    report["metrics"]["images_per_second"] = images / max(report["timings"]["train"], 1e-9)
+    mark = time.perf_counter()
+    report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, resolved, budget.precision)
+    report["timings"]["latency"] = time.perf_counter() - mark
+    report["fitness"] = report["metrics"]["accuracy"]
+    if export_to is not None:
+        from evaluators.export import export_files
+
+        mark = time.perf_counter()
+        try:
+            report["exported"] = [str(p) for p in export_files(genome, space, dataset, export_to, model.state_dict())]
+        except Exception as error:  # the evaluation itself succeeded; a failed export is reported beside it
+            report["metrics"]["export_error"] = f"{type(error).__name__}: {error}"
+        report["timings"]["export"] = time.perf_counter() - mark
+
+
+def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str, device: str, *,
+             fault: str | None = None, export_to: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
+    budget (a ``TrainingBudget`` dict) on ``device``, and return its JSON-ready result; never raises.
+
+    ``fault`` is a test hook passed to :func:`evaluators.training.train_one_epoch` (``"oom"`` or ``"nan"``).
+    ``export_to``: a folder that receives the trained architecture's exports (``evaluators.export.export_files``:
+    genome, standalone source, weights, ONNX); their paths are in the result's ``exported``.
+    """
+    started = time.perf_counter()
+    report: dict[str, Any] = {"device": str(device), "fitness": None, "metrics": {}, "curve": [],
+                              "timings": {"build": 0.0, "train": 0.0, "validate": 0.0}}
+    held: dict[str, Any] = {}
+    failure: tuple[str, str] | None = None
+    try:
+        _run(genome, space, training, dataset, device, fault, export_to, report, held)
+    except Invalid as error:
+        failure = ("invalid", str(error))
+    except Diverged as error:
+        failure = ("diverged", str(error))
+    except TimedOut as error:
+        failure = ("timeout", str(error))
+    except (torch.OutOfMemoryError, MemoryError) as error:
+        failure = ("oom", f"{type(error).__name__}: {error}".strip())
+    except Exception as error:  # a bug or a broken dataset is a result too, never a dead worker
+        failure = ("oom" if _is_oom(error) else "error", f"{type(error).__name__}: {error}")
+    # Recovery happens here, outside the except blocks: by now the exception and its traceback (whose frames
+    # hold the activations) are released, so freeing the model really frees the memory.
+    held.clear()
+    peak = None
+    try:
+        peak = measure.peak_memory(torch.device(report["device"]))
+    except Exception:
+        pass
+    if failure is not None:
+        gc.collect()
+        try:
+            measure.free_memory(torch.device(report["device"]))
+        except Exception:
+            pass
+    report["timings"]["total"] = time.perf_counter() - started
+    status, reason, message = ("ok", None, "") if failure is None else ("failed", failure[0], failure[1])
+    return {
+        "status": status,
+        "fitness": report["fitness"] if failure is None else None,
+        "failure": reason,
+        "message": message,
+        "metrics": {key: _finite(value) if isinstance(value, float) else value
+                    for key, value in report["metrics"].items()},
+        "curve": report["curve"],
+        "timings": report["timings"],
+        "device": report["device"],
+        "peak_memory_bytes": peak,
+        **({"exported": report["exported"]} if "exported" in report else {}),
+    }
