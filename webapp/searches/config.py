@@ -124,11 +124,16 @@ def check_config(data: Any) -> dict[str, Any]:
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise ConfigError(unknown[0], f"unknown field; the fields are {', '.join(sorted(allowed))}")
+    space_data = data.get("space", {})
+    if isinstance(space_data, dict):
+        space_data = {"name": "chain", **space_data}  # a space or strategy named nowhere takes the default
     try:
-        space = space_from_config(data.get("space", {"name": "chain"}))
+        space = space_from_config(space_data)
     except ValueError as error:
         raise ConfigError("space", str(error)) from None
-    strategy = data.get("strategy", {"name": "regularized"})
+    strategy = data.get("strategy", {})
+    if isinstance(strategy, dict):
+        strategy = {"name": "regularized", **strategy}
     if not isinstance(strategy, dict) or strategy.get("name") not in STRATEGIES:
         name = strategy.get("name") if isinstance(strategy, dict) else strategy
         raise ConfigError("strategy.name", f"must be one of {', '.join(STRATEGIES)} (got {name!r})")

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from webapp.searches import accounting, lifecycle
 from webapp.searches.config import ConfigError
@@ -92,6 +93,9 @@ class Command(BaseCommand):
             return getattr(self, f"do_{action}")(options)
         except (ConfigError, lifecycle.ActionError) as error:
             raise CommandError(str(error)) from None
+        except DatabaseError as error:
+            raise CommandError(f"the database is not ready ({error}): run `python3 manage.py migrate`, "
+                               "or `python3 manage.py up` once") from None
 
     # --- actions -------------------------------------------------------------------------------------------
 
