@@ -1,0 +1,24 @@
+"""The registry of evaluation workers: fed by the slots' heartbeats, live while they beat, stale after."""
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.conftest import finished, launched, simulated_config, wait_until
+from webapp.searches import nodes
+
+pytestmark = pytest.mark.integration
+
+
+def test_each_slot_is_listed_live_with_its_counts_then_stale_once_its_worker_died(stack):
+    worker = stack.evaluator("gamma", slots=2)
+    stack.control()
+    rows = wait_until(lambda: [r for r in nodes.worker_table() if r["node"] == "gamma" and r["state"] == "live"]
+                      if len([r for r in nodes.worker_table() if r["node"] == "gamma"]) == 2 else None, 30)
+    assert {(r["device"], r["slots"], r["pool"]) for r in rows} == {("cpu", 2, "eval")}
+    assert len({r["name"] for r in rows}) == 2 and all(r["host"] for r in rows)
+    finished(launched("counted", simulated_config(evaluations=6, duration=0.2)).pk)
+    table = {r["name"]: r for r in nodes.worker_table()}
+    assert sum(r["evaluated"] for r in table.values() if r["node"] == "gamma") == 6
+    stack.kill(worker)
+    wait_until(lambda: all(r["state"] == "stale" for r in nodes.worker_table() if r["node"] == "gamma"), 15,
+               message="slots stale")
