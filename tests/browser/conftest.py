@@ -9,8 +9,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module: Playwright's sync API keeps an event loop running in this thread while it
+    is open, which would break ``async_to_sync`` in the tests of other folders that run after these."""
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), (

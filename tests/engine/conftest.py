@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from tests.conftest import ProcessLog, manage, manage_env
+from webapp.settings.env import redis_channel_layer
 
 #: Short heartbeats, leases and graces: a dead worker is noticed within about two seconds.
 FAST = {
@@ -35,8 +36,7 @@ def engine(redis_url, celery_app, settings, transactional_db):
     from webapp.searches import transport
 
     settings.REDIS_URL = redis_url
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [redis_url]}}}
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
     for name, value in FAST.items():
         if hasattr(settings, name):
             setattr(settings, name, type(getattr(settings, name))(value))

@@ -1,8 +1,10 @@
 """``manage.py search ...``: bad input is one clear line and changes nothing; a real search is watched to its end."""
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
+import zipfile
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -84,3 +86,14 @@ def test_a_search_created_launched_and_watched_from_the_terminal(stack, tmp_path
     assert lines[-1].endswith("finished")
     search = Search.objects.get(name="from the terminal")
     assert_each_recorded_once(search, 10)
+
+    out = tmp_path / "export"
+    export = subprocess.run(manage("search", "export", str(search.pk), "--out", str(out), "--best", "1"),
+                            env=stack.env(), capture_output=True, text=True, timeout=180)
+    assert export.returncode == 0, export.stderr
+    rows = list(csv.DictReader((out / "individuals.csv").open()))
+    assert sorted(int(row["number"]) for row in rows) == list(range(10))
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    names = zipfile.ZipFile(out / "best.zip").namelist()
+    assert any(name.endswith("model.py") for name in names) and any(name.endswith("genome.json") for name in names)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_tls
+from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_channel_layer, redis_tls
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
@@ -123,12 +123,7 @@ def _redis_url() -> str:
 
 REDIS_URL = _redis_url()
 
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
-    },
-}
+CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 
 # ---------------------------------------------------------------------------------------------------------
 # Celery. The database is the truth and queues are only transport (DESIGN.md, "Nothing is lost"); these

@@ -1,0 +1,305 @@
+// The live search page: a snapshot over HTTP, then the search's events over a websocket, applied in sequence
+// order. Points are keyed by individual number, so an event seen twice changes nothing; a gap in the numbers
+// (or a reconnect) asks the server for the events after the last one applied.
+(function () {
+  "use strict";
+  const root = document.getElementById("search-page");
+  if (!root) return;
+  const searchId = root.dataset.search;
+  const CONFIG = {responsive: true, displaylogo: false};
+  const FINAL = new Set(["finished", "stopped", "failed"]);
+  const state = {seq: 0, plotted: new Set(), best: null, start: null, nodeCounts: {}, socket: null,
+                 retry: 500, holdUntil: 0, lastResume: 0, status: null, pending: {}, flushTimer: null, dropped: 0};
+
+  function csrf() {
+    const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  function chart(name) { return document.getElementById("chart-" + name); }
+
+  function setText(id, text) { const el = document.getElementById(id); if (el) el.textContent = text; }
+
+  function fmt(value, digits) { return value === null || value === undefined ? "—" : Number(value).toFixed(digits); }
+
+  function nodeLabel(p) { return (p.node || "-") + "/" + (p.device || "-"); }
+
+  function hover(p) { return "#" + p.number + " " + (p.description || ""); }
+
+  // --- snapshot --------------------------------------------------------------------------------------------
+
+  async function loadSnapshot() {
+    const response = await fetch(root.dataset.snapshot, {headers: {Accept: "application/json"}});
+    if (!response.ok) throw new Error("snapshot: HTTP " + response.status);
+    const snap = await response.json();
+    for (const [name, figure] of Object.entries(snap.figures)) {
+      const el = chart(name);
+      if (el) await Plotly.react(el, figure.data, figure.layout, CONFIG);
+    }
+    state.seq = snap.seq;
+    state.plotted = new Set(snap.plotted);
+    state.best = snap.best;
+    state.start = snap.start;
+    state.nodeCounts = snap.node_counts;
+    showSearch(snap.search);
+    showSummary(snap.summary);
+    const fitness = chart("fitness");
+    if (fitness && !fitness.dataset.clicks) {
+      fitness.dataset.clicks = "1";
+      fitness.on("plotly_click", (e) => {
+        const number = e.points && e.points[0] && e.points[0].customdata;
+        if (number !== undefined) window.location = root.dataset.individual.replace(/\/0\/$/, "/" + number + "/");
+      });
+    }
+    mark();
+  }
+
+  function mark() {
+    root.dataset.seq = state.seq;
+    root.dataset.points = state.plotted.size;
+  }
+
+  function showSearch(s) {
+    state.status = s.status;
+    setText("search-status", s.status);
+    const status = document.getElementById("search-status");
+    if (status) status.className = "status status-" + s.status;
+    const progress = document.getElementById("progress");
+    if (progress) { progress.max = s.total || 1; progress.value = s.done; }
+    setText("progress-text", s.done + "/" + s.total);
+    setText("best-fitness", fmt(s.best_fitness, 4));
+    buttons(s.status);
+  }
+
+  function buttons(status) {
+    const enable = {"launch-button": status === "draft", "stop-button": status === "running",
+                    "resume-button": status === "stopped" || status === "failed"};
+    for (const [id, on] of Object.entries(enable)) {
+      const el = document.getElementById(id);
+      if (el) el.disabled = !on;
+    }
+  }
+
+  function showSummary(summary) {
+    if (!summary) return;
+    setText("speedup-value", summary.ideal ? fmt(summary.speedup, 2) + " of " + summary.ideal : "—");
+    setText("efficiency-value", summary.ideal ? fmt(summary.efficiency, 2) : "—");
+  }
+
+  // --- deltas, batched per chart and trace, drawn at most ten times a second --------------------------------
+
+  function queue(chartName, traceName, columns, prototype) {
+    const byTrace = (state.pending[chartName] = state.pending[chartName] || {});
+    const entry = (byTrace[traceName] = byTrace[traceName] || {prototype, columns: {}});
+    for (const [key, values] of Object.entries(columns)) {
+      entry.columns[key] = (entry.columns[key] || []).concat(values);
+    }
+    if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+  }
+
+  function flush() {
+    state.flushTimer = null;
+    const pending = state.pending;
+    state.pending = {};
+    for (const [chartName, traces] of Object.entries(pending)) {
+      const el = chart(chartName);
+      if (!el || !el.data) continue;
+      for (const [traceName, entry] of Object.entries(traces)) {
+        let index = el.data.findIndex((t) => t.name === traceName);
+        if (index < 0) {
+          const empty = {};
+          for (const key of Object.keys(entry.columns)) empty[key] = [];
+          Plotly.addTraces(el, Object.assign({name: traceName}, entry.prototype, empty));
+          index = el.data.length - 1;
+        }
+        const update = {};
+        for (const [key, values] of Object.entries(entry.columns)) update[key] = [values];
+        Plotly.extendTraces(el, update, [index]);
+      }
+    }
+  }
+
+  function addPoint(p) {
+    if (state.plotted.has(p.number) || p.finished === null) return;
+    state.plotted.add(p.number);
+    const t = p.finished * 1000;
+    const failed = p.fitness === null;
+    const label = nodeLabel(p);
+    queue("fitness", failed ? "failed" : label, {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)],
+          customdata: [p.number]},
+          {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
+           hovertemplate: "%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>"});
+    if (!failed) {
+      state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
+      queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines",
+            line: {shape: "hv", width: 3}});
+    }
+    if (state.start === null) state.start = p.dispatched || p.started || p.finished;
+    const count = (state.nodeCounts[label] = (state.nodeCounts[label] || 0) + 1);
+    queue("throughput", label, {x: [t], y: [3600 * count / Math.max(p.finished - state.start, 1e-3)]},
+          {type: "scattergl", mode: "lines"});
+    const start = (p.started || p.finished - (p.duration || 0)) * 1000;
+    const slot = p.slot || label;
+    queue("gantt", label, {x: [start, t, null], y: [slot, slot, null], text: [hover(p), hover(p), null]},
+          {type: "scattergl", mode: "lines", line: {width: 12}, connectgaps: false,
+           hovertemplate: "%{text}<extra>%{fullData.name}</extra>"});
+  }
+
+  function progress(event) {
+    const data = event.data;
+    const progressBar = document.getElementById("progress");
+    if (progressBar) { progressBar.max = data.total || 1; progressBar.value = data.done; }
+    setText("progress-text", data.done + "/" + data.total);
+    setText("best-fitness", fmt(data.best_fitness, 4));
+    const stats = data.stats;
+    showSummary(stats);
+    if (stats && stats.ideal) {
+      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines"});
+      queue("speedup", "ideal", {x: [event.time * 1000], y: [stats.ideal]}, {type: "scatter", mode: "lines"});
+      queue("speedup", "efficiency", {x: [event.time * 1000], y: [stats.efficiency]},
+            {type: "scatter", mode: "lines", yaxis: "y2"});
+    }
+    const bars = chart("nodes");
+    if (stats && stats.nodes && bars && bars.data) {
+      const names = stats.nodes.map((n) => n.node + "/" + n.device);
+      Plotly.restyle(bars, {x: [names, names], y: [stats.nodes.map((n) => n.count),
+                     stats.nodes.map((n) => Math.round(n.throughput_per_hour * 10) / 10)]}, [0, 1]);
+    }
+  }
+
+  // The Pareto front changes shape as results come: redraw it from the server, at most every three seconds.
+  let paretoTimer = null;
+  function refreshParetoSoon() {
+    const el = chart("pareto");
+    if (!el || paretoTimer) return;
+    paretoTimer = setTimeout(async () => {
+      paretoTimer = null;
+      const response = await fetch(root.dataset.pareto);
+      if (response.ok) { const figure = await response.json(); Plotly.react(el, figure.data, figure.layout, CONFIG); }
+    }, 3000);
+  }
+
+  function apply(event) {
+    if (event.type === "individual.finished") { addPoint(event.data); refreshParetoSoon(); }
+    else if (event.type === "search.progress") progress(event);
+    else if (event.type === "search.status") {
+      state.status = event.data.status;
+      setText("search-status", event.data.status);
+      const status = document.getElementById("search-status");
+      if (status) status.className = "status status-" + event.data.status;
+      buttons(event.data.status);
+    }
+    refreshTableSoon();
+  }
+
+  function receive(events) {
+    events.sort((a, b) => a.seq - b.seq);
+    for (const event of events) {
+      if (event.seq <= state.seq) continue;          // seen already (catch-up and relay overlap)
+      if (event.seq > state.seq + 1) { resume(); break; }   // a gap: ask for what is missing
+      apply(event);
+      state.seq = event.seq;
+    }
+    mark();
+  }
+
+  // --- the socket ------------------------------------------------------------------------------------------
+
+  // Ask for the events after the last applied one. At most once a second; a request that comes sooner is
+  // deferred, never dropped (it may be the last gap of a finished search).
+  let deferred = null;
+  function resume(force) {
+    const now = Date.now();
+    if (!force && now - state.lastResume < 1000) {
+      if (!deferred) deferred = setTimeout(() => { deferred = null; resume(true); }, 1000 - (now - state.lastResume));
+      return;
+    }
+    state.lastResume = now;
+    if (state.socket && state.socket.readyState === WebSocket.OPEN) {
+      state.socket.send(JSON.stringify({type: "resume", after: state.seq}));
+    }
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    const socket = new WebSocket(scheme + window.location.host + "/ws/searches/" + searchId + "/");
+    state.socket = socket;
+    socket.onopen = () => { state.retry = 500; setText("live-state", "live"); resume(true); };
+    socket.onmessage = (message) => {
+      const data = JSON.parse(message.data);
+      if (data.type === "events") receive(data.events);
+      else if (data.type === "resync") loadSnapshot().then(() => resume(true));
+    };
+    socket.onclose = () => {
+      if (state.socket !== socket) return;
+      setText("live-state", "reconnecting…");
+      setTimeout(connect, Math.max(state.retry, state.holdUntil - Date.now()));
+      state.retry = Math.min(state.retry * 2, 5000);
+    };
+  }
+
+  // --- the table of individuals ----------------------------------------------------------------------------
+
+  const table = {sort: "number", page: 1, timer: null, last: 0};
+
+  async function loadTable() {
+    const form = document.getElementById("table-filter");
+    const params = new URLSearchParams(new FormData(form));
+    params.set("sort", table.sort);
+    params.set("page", table.page);
+    const response = await fetch(root.dataset.table + "?" + params.toString());
+    document.getElementById("table-holder").innerHTML = response.ok ? await response.text()
+      : "<p class='bad'>" + (await response.text()) + "</p>";
+    table.last = Date.now();
+  }
+
+  function refreshTableSoon() {
+    if (table.timer) return;
+    table.timer = setTimeout(() => { table.timer = null; loadTable(); }, Math.max(0, 2000 - (Date.now() - table.last)));
+  }
+
+  function tableEvents() {
+    const holder = document.getElementById("table-holder");
+    holder.addEventListener("click", (e) => {
+      const link = e.target.closest("a.sort, a.page");
+      if (!link) return;
+      e.preventDefault();
+      if (link.classList.contains("sort")) {
+        const key = link.dataset.sort;
+        table.sort = table.sort === key ? "-" + key : key;
+        table.page = 1;
+      } else {
+        table.page = Number(link.dataset.page);
+      }
+      loadTable();
+    });
+    const form = document.getElementById("table-filter");
+    form.addEventListener("input", () => { table.page = 1; loadTable(); });
+    form.addEventListener("submit", (e) => { e.preventDefault(); loadTable(); });
+  }
+
+  // For tests and curious users: window.nasLive.drop(ms) closes the socket as a network failure would, and
+  // stays offline for ms milliseconds (events published meanwhile are caught up after the reconnect).
+  window.nasLive = {
+    state,
+    drop(ms) {
+      state.dropped += 1;
+      state.holdUntil = Date.now() + (ms || 0);
+      setText("live-state", "offline");
+      if (state.socket) state.socket.close();
+    },
+    pointCount() {
+      const el = chart("fitness");
+      return el && el.data ? el.data.reduce((n, t) => n + t.x.length, 0) : 0;
+    },
+    csrf,
+  };
+
+  // The channel layer may shed the last messages of a burst, and no later event would reveal the gap: ask
+  // now and then anyway (an empty answer costs one small query).
+  setInterval(() => resume(true), 10000);
+
+  tableEvents();
+  loadTable();
+  loadSnapshot().then(connect).catch((error) => setText("live-state", "could not load: " + error.message));
+})();

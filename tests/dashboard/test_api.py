@@ -1,0 +1,89 @@
+"""The JSON API: list, detail, snapshot, events, individuals with pagination, create, actions; bad input 400."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from tests.dashboard.conftest import CONFIG
+from webapp.searches.models import Search
+
+pytestmark = pytest.mark.django_db
+
+
+def test_list_and_detail(owner_client, search):
+    listing = owner_client.get(reverse("api-searches")).json()
+    assert listing["count"] == 1 and listing["results"][0]["name"] == "mine"
+    detail = owner_client.get(reverse("api-search", args=[search.pk])).json()
+    assert detail["done"] == 10 and detail["config"]["space"]["name"] == "chain"
+    assert {n["node"] for n in detail["summary"]["nodes"]} == {"alpha", "beta"}
+
+
+def test_individuals_are_paginated_and_sorted(owner_client, search):
+    url = reverse("api-individuals", args=[search.pk])
+    page = owner_client.get(url, {"per_page": 4, "page": 2, "sort": "-fitness"}).json()
+    assert page["total"] == 10 and page["pages"] == 3 and page["page"] == 2
+    fitness = [row["fitness"] for row in page["rows"]]
+    assert fitness == sorted(fitness, reverse=True) and len(fitness) == 4
+    assert owner_client.get(url, {"per_page": 0}).status_code == 400
+    assert "sort" in owner_client.get(url, {"sort": "nope"}).json()["error"]
+
+
+def test_snapshot_and_events_share_the_sequence(owner_client, search):
+    snapshot = owner_client.get(reverse("api-snapshot", args=[search.pk])).json()
+    assert snapshot["seq"] == search.event_seq == 10
+    assert sorted(snapshot["plotted"]) == list(range(10))
+    points = sum(len(trace["x"]) for trace in snapshot["figures"]["fitness"]["data"])
+    assert points == 10
+    events = owner_client.get(reverse("api-events", args=[search.pk]), {"after": 7}).json()["events"]
+    assert [e["seq"] for e in events] == [8, 9, 10]
+    assert owner_client.get(reverse("api-events", args=[search.pk]), {"after": "x"}).status_code == 400
+
+
+def test_create_with_json(owner_client):
+    url = reverse("api-searches")
+    response = owner_client.post(url, json.dumps({"name": "scripted", "config": CONFIG}), content_type="application/json")
+    assert response.status_code == 201 and response.json()["status"] == "draft"
+    bad = owner_client.post(url, json.dumps({"name": "x", "config": {**CONFIG, "dataset": "imagenet"}}),
+                            content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["field"] == "dataset"
+    assert owner_client.post(url, "{not json", content_type="application/json").status_code == 400
+    assert owner_client.post(url, "[1]", content_type="application/json").status_code == 400
+    assert Search.objects.count() == 1
+
+
+def test_actions_answer_409_when_they_do_not_apply(owner_client, search):
+    stop = owner_client.post(reverse("api-action", args=[search.pk, "stop"]))
+    assert stop.status_code == 200 and stop.json()["status"] == "stopped"
+    again = owner_client.post(reverse("api-action", args=[search.pk, "stop"]))
+    assert again.status_code == 409 and "Only a running search" in again.json()["error"]
+    assert owner_client.post(reverse("api-action", args=[search.pk, "resume"])).json()["status"] == "running"
+    clone = owner_client.post(reverse("api-action", args=[search.pk, "clone"]))
+    assert clone.status_code == 201 and clone.json()["cloned_from"] == search.pk
+    assert owner_client.post(reverse("api-action", args=[search.pk, "explode"])).status_code == 404
+
+
+def test_pareto_front_of_a_multi_objective_search(owner_client, users):
+    from tests.dashboard.conftest import fill
+    from webapp.searches import lifecycle
+
+    config = {**CONFIG, "strategy": {"name": "nsga2", "seed": 1, "params": {"population": 4, "generations": 3}}}
+    search = fill(lifecycle.create_search(users["owner"], "two objectives", config), 8)
+    figure = owner_client.get(reverse("api-pareto", args=[search.pk])).json()
+    names = [trace["name"] for trace in figure["data"]]
+    assert names == ["individuals", "Pareto front"] and len(figure["data"][0]["x"]) == 8
+    assert figure["layout"]["xaxis"]["title"]["text"] == "accuracy"
+    html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
+    assert 'id="chart-pareto"' in html
+    snapshot = owner_client.get(reverse("api-snapshot", args=[search.pk])).json()
+    assert "pareto" in snapshot["figures"]
+
+
+def test_single_objective_search_has_no_pareto(owner_client, search):
+    assert owner_client.get(reverse("api-pareto", args=[search.pk])).status_code == 404
+
+
+def test_bad_list_page_is_a_400(owner_client, search):
+    assert owner_client.get(reverse("api-searches"), {"page": "x"}).status_code == 400
+    assert owner_client.get(reverse("api-searches"), {"page": "9"}).status_code == 400

@@ -1,0 +1,91 @@
+"""charts.py: data in, plotly figure dict out, without a browser."""
+from __future__ import annotations
+
+from webapp.dashboard import charts
+
+
+def point(number, fitness, node="alpha", finished=100.0, duration=2.0, slot=None, status=None):
+    return {"number": number, "fitness": fitness, "node": node, "device": "cpu", "finished": finished,
+            "started": finished - duration, "duration": duration, "slot": slot or f"{node}/cpu/0",
+            "status": status or ("done" if fitness is not None else "failed"), "description": f"arch {number}",
+            "dispatched": finished - duration - 1}
+
+
+POINTS = [point(0, 0.5, "alpha", 10), point(1, 0.7, "beta", 12), point(2, None, "alpha", 14),
+          point(3, 0.6, "alpha", 16), point(4, 0.9, "beta", 18), point(5, None, status="running", node="beta")]
+
+
+def traces(figure):
+    return {trace["name"]: trace for trace in figure["data"]}
+
+
+def test_fitness_scatter_has_a_webgl_trace_per_node_and_failures_apart():
+    figure = charts.fitness_scatter(POINTS)
+    by_name = traces(figure)
+    assert set(by_name) == {"alpha/cpu", "beta/cpu", "failed"}
+    assert all(t["type"] == "scattergl" for t in figure["data"])
+    assert by_name["alpha/cpu"]["y"] == [0.5, 0.6] and by_name["alpha/cpu"]["customdata"] == [0, 3]
+    assert by_name["alpha/cpu"]["x"] == [10_000.0, 16_000.0]  # epoch ms on a date axis
+    assert by_name["failed"]["y"] == [0.0] and by_name["failed"]["text"] == ["#2 arch 2"]
+    assert figure["layout"]["xaxis"]["type"] == "date"
+
+
+def test_best_so_far_never_goes_down_and_reaches_the_last_result():
+    trace = charts.best_so_far(POINTS)["data"][0]
+    assert trace["name"] == charts.BEST and trace["y"] == [0.5, 0.7, 0.7, 0.9]
+    assert trace["x"][-1] == 18_000.0 and trace["line"]["shape"] == "hv"
+
+
+def test_node_bars_from_the_summary():
+    summary = {"nodes": [{"node": "a", "device": "cpu", "count": 3, "throughput_per_hour": 1080.04},
+                         {"node": "b", "device": "cuda:0", "count": 5, "throughput_per_hour": 1800}]}
+    count, rate = charts.node_bars(summary)["data"]
+    assert count["x"] == ["a/cpu", "b/cuda:0"] and count["y"] == [3, 5]
+    assert rate["y"] == [1080.0, 1800] and rate["yaxis"] == "y2"
+
+
+def test_throughput_over_time_per_node():
+    by_name = traces(charts.throughput_over_time(POINTS, start=0.0))
+    assert by_name["beta/cpu"]["y"] == [3600 * 1 / 12, 3600 * 2 / 18]
+
+
+def test_speedup_against_ideal():
+    history = [{"time": 1.0, "speedup": 0.9, "ideal": 1, "efficiency": 0.9},
+               {"time": 2.0, "speedup": 1.8, "ideal": 2, "efficiency": 0.9}]
+    by_name = traces(charts.speedup(history))
+    assert by_name["speedup"]["y"] == [0.9, 1.8] and by_name["ideal"]["y"] == [1, 2]
+    assert by_name["efficiency"]["yaxis"] == "y2"
+
+
+def test_gantt_has_a_segment_per_evaluation_on_its_slot():
+    by_name = traces(charts.gantt(POINTS))
+    alpha = by_name["alpha/cpu"]
+    assert alpha["x"][:3] == [8_000.0, 10_000.0, None] and alpha["y"][:3] == ["alpha/cpu/0", "alpha/cpu/0", None]
+    assert len(alpha["x"]) == 9  # three evaluations on alpha (one failed)
+
+
+def test_pareto_front_for_two_objectives():
+    points = [{"number": i, "description": "", "accuracy": a, "params": p}
+              for i, (a, p) in enumerate([(0.9, 1000), (0.8, 100), (0.7, 500), (0.95, 5000)])]
+    objectives = [["accuracy", "max"], ["params", "min"]]
+    front = charts.pareto_front(points, objectives)
+    assert sorted(p["number"] for p in front) == [0, 1, 3]
+    figure = charts.pareto(points, objectives)
+    assert traces(figure)["Pareto front"]["x"] == [0.8, 0.9, 0.95]
+    assert charts.pareto(points, [["accuracy", "max"]]) is None
+
+
+def test_learning_curve_series():
+    curve = [{"epoch": 1, "train_loss": 1.0, "val_accuracy": 0.5}, {"epoch": 2, "train_loss": 0.5, "val_accuracy": 0.8}]
+    by_name = traces(charts.learning_curve(curve))
+    assert by_name["train_loss"]["y"] == [1.0, 0.5] and by_name["val_accuracy"]["yaxis"] == "y2"
+
+
+def test_ten_thousand_points_build_quickly():
+    import time
+
+    many = [point(i, 0.5 + (i % 100) / 1000, f"n{i % 8}", 10 + i * 0.1) for i in range(10_000)]
+    started = time.perf_counter()
+    figures = charts.search_figures(many, {"nodes": []}, [], 0.0, [], [])
+    assert time.perf_counter() - started < 10
+    assert sum(len(t["x"]) for t in figures["fitness"]["data"]) == 10_000

@@ -1,0 +1,137 @@
+"""Server-rendered pages and the create form."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from webapp.dashboard.forms import DEFAULTS, SearchForm
+from webapp.searches.config import check_config
+from webapp.searches.models import Search
+
+pytestmark = pytest.mark.django_db
+
+
+def test_list_shows_searches_newest_first(owner_client, users, search):
+    from webapp.searches import lifecycle
+
+    newer = lifecycle.create_search(users["owner"], "newer one", search.config)
+    html = owner_client.get(reverse("search-list")).content.decode()
+    assert html.index("newer one") < html.index(">mine<")
+    for column in ("Space", "Strategy", "Status", "Progress", "Best fitness", "Started", "Duration"):
+        assert f"<th>{column}</th>" in html
+    assert "0.5900" in html  # best fitness of `search`
+    assert newer.status == "draft"
+
+
+def test_detail_page_has_the_charts_and_the_buttons(owner_client, search):
+    html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
+    for element in ("chart-fitness", "chart-best", "chart-nodes", "chart-throughput", "chart-speedup",
+                    "chart-gantt", "stop-button", "resume-button", "clone-button", "download-csv",
+                    "download-best"):
+        assert f'id="{element}"' in html
+    assert reverse("plotly-js") in html and "cdn" not in html.lower()
+
+
+def test_plotly_js_comes_from_the_installed_package(owner_client):
+    response = owner_client.get(reverse("plotly-js"))
+    assert response.status_code == 200 and len(response.content) > 1_000_000
+    assert b"plotly" in response.content[:2000].lower()
+    again = owner_client.get(reverse("plotly-js"), HTTP_IF_NONE_MATCH=response["ETag"])
+    assert again.status_code == 304
+
+
+def test_table_is_paginated_sorted_and_filtered(owner_client, search):
+    url = reverse("search-table", args=[search.pk])
+    html = owner_client.get(url, {"sort": "-fitness", "per_page": 3}).content.decode()
+    assert "10 individuals · page 1 of 4" in html
+    assert html.index("0.5900") < html.index("0.5800")
+    failed = owner_client.get(url, {"status": "failed"}).content.decode()
+    assert "1 individual · page 1 of 1" in failed and "oom" in failed
+    assert owner_client.get(url, {"sort": "password"}).status_code == 400
+    assert owner_client.get(url, {"page": "x"}).status_code == 400
+
+
+def test_individual_page_shows_lineage_metrics_and_diagram(owner_client, search):
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'href="%s"' % reverse("individual-detail", args=[search.pk, 3]) in html  # parent
+    assert 'href="%s"' % reverse("individual-detail", args=[search.pk, 5]) in html  # child
+    assert "mutation" in html and "accuracy" in html and 'id="diagram"' in html and "conv " in html
+    failed = owner_client.get(reverse("individual-detail", args=[search.pk, 3])).content.decode()
+    assert "oom: simulated out of memory" in failed
+
+
+def test_the_form_defaults_are_a_short_real_digits_search():
+    form = SearchForm(data={k: v for k, v in DEFAULTS.items()})
+    assert form.is_valid(), form.errors
+    config = form.config
+    assert config == check_config(config)
+    assert config["dataset"] == "digits" and config["evaluation"] == {"mode": "train"}
+    assert config["strategy"]["params"]["max_evaluations"] <= 30 and config["training"]["epochs"] <= 3
+
+
+def test_create_then_launch_from_the_form(owner_client):
+    data = {**DEFAULTS, "name": "from the form", "launch": "1", "evaluation": "simulated", "sim_duration": "0.1"}
+    response = owner_client.post(reverse("search-create"), data)
+    search = Search.objects.get(name="from the form")
+    assert response.status_code == 302 and response["Location"] == reverse("search-detail", args=[search.pk])
+    assert search.status == "running" and search.config["evaluation"]["duration"] == 0.1
+
+
+def test_every_invalid_value_gets_its_own_error_and_nothing_is_saved(owner_client):
+    bad = {**DEFAULTS, "population": "1", "epochs": "0", "learning_rate": "-1", "pool": "no spaces",
+           "batch_size": "abc", "seed": "-3", "dataset": "imagenet", "name": ""}
+    response = owner_client.post(reverse("search-create"), bad)
+    assert response.status_code == 400
+    html = response.content.decode()
+    for field in ("population", "epochs", "learning_rate", "pool", "batch_size", "seed", "dataset", "name"):
+        assert f'id="error-{field}"' in html, field
+    assert Search.objects.count() == 0
+
+
+def test_an_engine_check_error_lands_on_its_field(owner_client):
+    # Valid field by field, refused by the strategy: generational with no generations and no budget.
+    data = {**DEFAULTS, "strategy": "generational", "generations": "", "max_evaluations": ""}
+    response = owner_client.post(reverse("search-create"), data)
+    assert response.status_code == 400
+    assert 'id="error-' in response.content.decode()
+    assert Search.objects.count() == 0
+
+
+def test_actions_stop_resume_clone(owner_client, search):
+    assert owner_client.post(reverse("search-action", args=[search.pk, "stop"])).status_code == 302
+    search.refresh_from_db()
+    assert search.status == "stopped"
+    response = owner_client.post(reverse("search-action", args=[search.pk, "stop"]), follow=True)
+    assert "Only a running search can be stopped" in response.content.decode()
+    owner_client.post(reverse("search-action", args=[search.pk, "resume"]))
+    search.refresh_from_db()
+    assert search.status == "running"
+    response = owner_client.post(reverse("search-action", args=[search.pk, "clone"]))
+    copy = Search.objects.exclude(pk=search.pk).get()
+    assert copy.cloned_from_id == search.pk and copy.status == "draft" and copy.config == search.config
+    assert response["Location"] == reverse("search-detail", args=[copy.pk])
+
+
+def test_admin_has_every_model(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    client.force_login(admin)
+    for model in ("search", "individual", "event", "worker"):
+        assert client.get(f"/admin/searches/{model}/").status_code == 200, model
+
+
+def test_nodes_page_lists_workers(owner_client, settings):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from webapp.searches.models import Worker
+
+    Worker.objects.create(name="n1/cpu/0", node="n1", device="cpu", host="host-1", last_seen=timezone.now())
+    Worker.objects.create(name="n2/cpu/0", node="n2", device="cpu", host="host-2",
+                          last_seen=timezone.now() - dt.timedelta(hours=1))
+    from unittest import mock
+
+    with mock.patch("webapp.searches.nodes.transport.live_slots", return_value=[]):
+        html = owner_client.get(reverse("nodes")).content.decode()
+    assert "host-1" in html and "host-2" in html
+    assert '<td class="ok">live</td>' in html and '<td class="bad">stale</td>' in html

@@ -1,0 +1,188 @@
+"""Figures of a search, built with plotly from plain data (points as ``recording.individual_event`` makes them,
+``accounting.summary`` dicts, learning curves): data in, figure dict out, no browser.
+
+The live page draws these with plotly.js and grows them in place from websocket events; it finds a trace by
+its ``name`` (one per node for the per-node charts), so the names here are the contract with
+``static/js/search_live.js``. Times are epoch milliseconds on date axes. Many-point traces are WebGL
+(``scattergl``) so 10,000 individuals stay responsive.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import plotly.graph_objects as go
+
+FAILED = "failed"
+BEST = "best so far"
+LAYOUT = {"margin": {"l": 55, "r": 15, "t": 40, "b": 45}, "height": 320, "template": "plotly_white",
+          "legend": {"orientation": "h", "y": -0.2}, "uirevision": "keep"}
+
+
+def node_label(point: dict[str, Any]) -> str:
+    return f"{point.get('node') or '-'}/{point.get('device') or '-'}"
+
+
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def hover(point: dict[str, Any]) -> str:
+    return f"#{point['number']} {point.get('description') or ''}"
+
+
+def _figure(traces: list, title: str, **layout: Any) -> dict[str, Any]:
+    figure = go.Figure(data=traces, layout={**LAYOUT, "title": {"text": title, "font": {"size": 15}}, **layout})
+    return figure.to_plotly_json()
+
+
+def final(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [p for p in points if p.get("status") in ("done", "failed") and p.get("finished") is not None]
+
+
+def fitness_scatter(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fitness of every final individual over time, one trace per node; failures on their own trace at 0."""
+    by_node: dict[str, list] = defaultdict(list)
+    for point in final(points):
+        by_node[FAILED if point["fitness"] is None else node_label(point)].append(point)
+    traces = [
+        go.Scattergl(
+            name=name, mode="markers", x=[ms(p["finished"]) for p in rows],
+            y=[0.0 if p["fitness"] is None else p["fitness"] for p in rows], text=[hover(p) for p in rows],
+            customdata=[p["number"] for p in rows], hovertemplate="%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>",
+            marker={"symbol": "x", "color": "#c23b32"} if name == FAILED else {"size": 7},
+        )
+        for name, rows in sorted(by_node.items())
+    ]
+    return _figure(traces, "Fitness of every individual", xaxis={"type": "date", "title": {"text": "finished"}},
+                   yaxis={"title": {"text": "fitness"}})
+
+
+def best_so_far(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The best fitness found up to each successful result (a step line that reaches the latest result)."""
+    xs, ys, best = [], [], None
+    for point in sorted(final(points), key=lambda p: p["finished"]):
+        if point["fitness"] is not None:
+            best = point["fitness"] if best is None else max(best, point["fitness"])
+            xs.append(ms(point["finished"]))
+            ys.append(best)
+    trace = go.Scattergl(name=BEST, mode="lines", x=xs, y=ys, line={"shape": "hv", "width": 3})
+    return _figure([trace], "Best so far", xaxis={"type": "date"}, yaxis={"title": {"text": "fitness"}})
+
+
+def node_bars(summary: dict[str, Any]) -> dict[str, Any]:
+    """Per node: evaluations done (left axis) and throughput in evaluations per hour (right axis)."""
+    nodes = summary.get("nodes") or []
+    names = [f"{n['node']}/{n['device']}" for n in nodes]
+    traces = [
+        go.Bar(name="evaluations", x=names, y=[n["count"] for n in nodes], offsetgroup="count"),
+        go.Bar(name="throughput / h", x=names, y=[round(n["throughput_per_hour"], 1) for n in nodes],
+               yaxis="y2", offsetgroup="rate"),
+    ]
+    return _figure(traces, "Per node: evaluations and throughput", barmode="group",
+                   yaxis={"title": {"text": "evaluations"}},
+                   yaxis2={"title": {"text": "per hour"}, "overlaying": "y", "side": "right", "showgrid": False})
+
+
+def throughput_over_time(points: list[dict[str, Any]], start: float | None) -> dict[str, Any]:
+    """Per node, evaluations per hour since the search's first dispatch, after each of its results."""
+    traces = []
+    by_node: dict[str, list] = defaultdict(list)
+    for point in sorted(final(points), key=lambda p: p["finished"]):
+        by_node[node_label(point)].append(point)
+    for name, rows in sorted(by_node.items()):
+        first = start if start is not None else rows[0]["finished"]
+        ys = [3600.0 * (i + 1) / max(p["finished"] - first, 1e-3) for i, p in enumerate(rows)]
+        traces.append(go.Scattergl(name=name, mode="lines", x=[ms(p["finished"]) for p in rows], y=ys))
+    return _figure(traces, "Throughput per node over time", xaxis={"type": "date"},
+                   yaxis={"title": {"text": "evaluations / hour"}, "rangemode": "tozero"})
+
+
+def speedup(history: list[dict[str, float]]) -> dict[str, Any]:
+    """Measured speedup (serial time / wall time) against the ideal (busy slots), and efficiency."""
+    xs = [ms(h["time"]) for h in history]
+    traces = [
+        go.Scatter(name="speedup", mode="lines", x=xs, y=[h["speedup"] for h in history], line={"width": 3}),
+        go.Scatter(name="ideal", mode="lines", x=xs, y=[h["ideal"] for h in history], line={"dash": "dash"}),
+        go.Scatter(name="efficiency", mode="lines", x=xs, y=[h["efficiency"] for h in history], yaxis="y2"),
+    ]
+    return _figure(traces, "Speedup vs ideal", xaxis={"type": "date"}, yaxis={"title": {"text": "speedup"},
+                   "rangemode": "tozero"}, yaxis2={"title": {"text": "efficiency"}, "overlaying": "y",
+                   "side": "right", "rangemode": "tozero", "showgrid": False})
+
+
+def gantt_segment(point: dict[str, Any]) -> tuple[list, list, list]:
+    """x, y and text of one evaluation's bar on the timeline (a thick line, then a gap)."""
+    start = point.get("started") or point["finished"] - (point.get("duration") or 0.0)
+    slot = point.get("slot") or node_label(point)
+    return [ms(start), ms(point["finished"]), None], [slot, slot, None], [hover(point)] * 2 + [None]
+
+
+def gantt(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each worker slot's evaluations as bars along time, one trace per node."""
+    by_node: dict[str, list] = defaultdict(lambda: [[], [], []])
+    for point in sorted(final(points), key=lambda p: p["finished"]):
+        xs, ys, texts = by_node[node_label(point)]
+        x, y, text = gantt_segment(point)
+        xs.extend(x), ys.extend(y), texts.extend(text)
+    traces = [go.Scattergl(name=name, mode="lines", x=xs, y=ys, text=texts, line={"width": 12},
+                           hovertemplate="%{text}<extra>%{fullData.name}</extra>", connectgaps=False)
+              for name, (xs, ys, texts) in sorted(by_node.items())]
+    return _figure(traces, "Per-worker timeline", xaxis={"type": "date"},
+                   yaxis={"type": "category", "automargin": True})
+
+
+def pareto_front(points: list[dict[str, Any]], objectives: list[list[str]]) -> list[dict[str, Any]]:
+    """The non-dominated points over the first two objectives."""
+    (a, da), (b, db) = objectives[:2]
+    sign = {"max": 1.0, "min": -1.0}
+
+    def key(p):
+        return sign.get(da, 1.0) * p[a], sign.get(db, 1.0) * p[b]
+
+    front, best_b = [], None
+    for point in sorted(points, key=lambda p: (-key(p)[0], -key(p)[1])):
+        if best_b is None or key(point)[1] > best_b:
+            front.append(point)
+            best_b = key(point)[1]
+    return front
+
+
+def pareto(points: list[dict[str, Any]], objectives: list[list[str]]) -> dict[str, Any] | None:
+    """All successful individuals over the first two objectives, the Pareto front joined; ``None`` when the
+    search has a single objective."""
+    if len(objectives) < 2:
+        return None
+    (a, _), (b, _) = objectives[:2]
+    front = sorted(pareto_front(points, objectives), key=lambda p: p[a])
+    traces = [
+        go.Scatter(name="individuals", mode="markers", x=[p[a] for p in points], y=[p[b] for p in points],
+                   text=[hover(p) for p in points], customdata=[p["number"] for p in points], opacity=0.5),
+        go.Scatter(name="Pareto front", mode="lines+markers", x=[p[a] for p in front], y=[p[b] for p in front],
+                   text=[hover(p) for p in front], customdata=[p["number"] for p in front], line={"shape": "hv"}),
+    ]
+    return _figure(traces, "Pareto front", xaxis={"title": {"text": a}}, yaxis={"title": {"text": b}})
+
+
+def learning_curve(curve: list[dict[str, Any]]) -> dict[str, Any]:
+    """Losses and validation accuracy per epoch (whatever numeric series the evaluator recorded)."""
+    names = [k for k in (curve[0] if curve else {}) if k != "epoch"]
+    epochs = [row.get("epoch", i + 1) for i, row in enumerate(curve)]
+    traces = [go.Scatter(name=name, mode="lines+markers", x=epochs, y=[row.get(name) for row in curve],
+                         yaxis="y2" if "acc" in name else "y") for name in names]
+    return _figure(traces, "Learning curve", xaxis={"title": {"text": "epoch"}},
+                   yaxis={"title": {"text": "loss"}},
+                   yaxis2={"title": {"text": "accuracy"}, "overlaying": "y", "side": "right", "showgrid": False})
+
+
+def search_figures(points: list[dict[str, Any]], summary: dict[str, Any], history: list[dict[str, float]],
+                   start: float | None, pareto_points: list[dict[str, Any]], objectives: list[list[str]]) -> dict:
+    """Every figure of the live search page, by the id of the element that shows it."""
+    figures = {
+        "fitness": fitness_scatter(points), "best": best_so_far(points), "nodes": node_bars(summary),
+        "throughput": throughput_over_time(points, start), "speedup": speedup(history), "gantt": gantt(points),
+    }
+    front = pareto(pareto_points, objectives)
+    if front is not None:
+        figures["pareto"] = front
+    return figures

@@ -1,0 +1,36 @@
+"""The snapshot a live search page starts from: the search, its figures and the sequence number of the last
+event they include. The page then applies the websocket's events with a higher number."""
+from __future__ import annotations
+
+from typing import Any
+
+from webapp.dashboard import charts
+from webapp.searches import accounting, queries
+from webapp.searches.models import Search
+
+
+def snapshot(search: Search) -> dict[str, Any]:
+    # Read the sequence number first: whatever happens after it arrives as an event, and applying an event
+    # for an individual already in the snapshot changes nothing (the page keys points by number).
+    seq = Search.objects.filter(pk=search.pk).values_list("event_seq", flat=True).get()
+    search.refresh_from_db()
+    points = queries.final_points(search)
+    summary = accounting.summary(search.stats)
+    start = (search.stats or {}).get("first_dispatch")
+    objectives = queries.objectives_of(search)
+    figures = charts.search_figures(points, summary, queries.speedup_history(search, points), start,
+                                    queries.pareto_points(search), objectives)
+    return {
+        "seq": seq, "search": queries.search_row(search), "summary": summary, "figures": figures,
+        "plotted": [p["number"] for p in points], "start": start, "objectives": objectives,
+        "best": max((p["fitness"] for p in points if p["fitness"] is not None), default=None),
+        "node_counts": _node_counts(points),
+    }
+
+
+def _node_counts(points: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for point in points:
+        label = charts.node_label(point)
+        counts[label] = counts.get(label, 0) + 1
+    return counts

@@ -1,0 +1,117 @@
+"""Server-rendered pages. Thin: each gathers data from the services and renders a template."""
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from webapp.dashboard import architecture, charts
+from webapp.dashboard.access import owned_individual, owned_search
+from webapp.dashboard.forms import SearchForm
+from webapp.searches import exports, lifecycle, nodes, queries
+from webapp.stack.health import system_status
+
+ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/home.html", {"status": system_status()})
+
+
+@login_required
+def search_list(request: HttpRequest) -> HttpResponse:
+    visible = queries.visible_searches(request.user).select_related("owner").order_by("-created", "-pk")
+    page = Paginator(visible, 50).get_page(request.GET.get("page"))
+    return render(request, "dashboard/search_list.html",
+                  {"page": page, "rows": [queries.search_row(s) for s in page.object_list]})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def search_create(request: HttpRequest) -> HttpResponse:
+    form = SearchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            search = lifecycle.create_search(request.user, form.cleaned_data["name"], form.config)
+        except lifecycle.ActionError as error:
+            form.add_error("name", str(error))
+        else:
+            if "launch" in request.POST:
+                lifecycle.launch(search)
+            return redirect("search-detail", search_id=search.pk)
+    return render(request, "dashboard/search_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
+    search = owned_search(request, search_id)
+    return render(request, "dashboard/search_detail.html", {
+        "search": search, "row": queries.search_row(search), "nodes": queries.nodes_of(search),
+        "config_json": json.dumps(search.config, indent=2), "multi": bool(queries.objectives_of(search)),
+        "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "failed"],
+    })
+
+
+@login_required
+def individuals_table(request: HttpRequest, search_id: int) -> HttpResponse:
+    """The table of individuals as an HTML fragment (the detail page loads and refreshes it)."""
+    search = owned_search(request, search_id)
+    try:
+        page = queries.individuals_page(search, request.GET)
+    except queries.QueryError as error:
+        return HttpResponseBadRequest(str(error))
+    columns = [("number", "#"), ("status", "state"), ("fitness", "fitness"), (None, "architecture"),
+               ("node", "node"), ("generation", "gen"), ("operator", "operator"), ("duration", "seconds"),
+               ("attempts", "tries")]
+    return render(request, "dashboard/_individuals_table.html", {"search": search, "page": page,
+                                                                 "columns": columns})
+
+
+@login_required
+@require_POST
+def search_action(request: HttpRequest, search_id: int, action: str) -> HttpResponse:
+    search = owned_search(request, search_id)
+    try:
+        if action == "clone":
+            copy = lifecycle.clone(search, request.user)
+            messages.success(request, f"Cloned as draft #{copy.pk}: launch it when ready.")
+            return redirect("search-detail", search_id=copy.pk)
+        if action not in ACTIONS:
+            return HttpResponseBadRequest(f"Unknown action {action!r}.")
+        ACTIONS[action](search)
+    except lifecycle.ActionError as error:
+        messages.error(request, str(error))
+    return redirect("search-detail", search_id=search.pk)
+
+
+@login_required
+def individual_detail(request: HttpRequest, search_id: int, number: int) -> HttpResponse:
+    individual = owned_individual(request, search_id, number)
+    search = individual.search
+    metrics = {k: v for k, v in (individual.metrics or {}).items() if k != "timings"}
+    return render(request, "dashboard/individual.html", {
+        "search": search, "individual": individual, "lineage": queries.lineage(individual),
+        "genome_json": json.dumps(individual.genome, indent=2), "metrics": sorted(metrics.items()),
+        "timings": sorted(((individual.metrics or {}).get("timings") or {}).items()),
+        "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
+        "curve_figure": charts.learning_curve(individual.curve) if individual.curve else None,
+        "has_source": exports.standalone_source_available(),
+    })
+
+
+@login_required
+def node_list(request: HttpRequest) -> HttpResponse:
+    workers = nodes.worker_table()
+    # Which search a worker runs is shown only to those who may see that search.
+    visible = set(queries.visible_searches(request.user).filter(
+        pk__in=[w["current"]["search"] for w in workers if w["current"]]).values_list("pk", flat=True))
+    for worker in workers:
+        worker["current_visible"] = bool(worker["current"]) and worker["current"]["search"] in visible
+    return render(request, "dashboard/nodes.html", {"workers": workers})
+
+

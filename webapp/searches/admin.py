@@ -1,0 +1,35 @@
+"""Django admin for every model of the engine: read mostly (the engine writes individuals and events)."""
+from django.contrib import admin
+
+from webapp.searches.models import Event, Individual, Search, Worker
+
+
+@admin.register(Search)
+class SearchAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "owner", "status", "evaluations_done", "evaluations_total", "best_fitness",
+                    "created", "started", "finished")
+    list_filter = ("status",)
+    search_fields = ("name", "owner__username")
+    readonly_fields = ("event_seq", "lease_owner", "lease_expires", "stats", "best", "strategy_state")
+    raw_id_fields = ("owner", "cloned_from")
+
+
+@admin.register(Individual)
+class IndividualAdmin(admin.ModelAdmin):
+    list_display = ("id", "search", "number", "status", "fitness", "operator", "node", "device", "duration")
+    list_filter = ("status", "operator", "node")
+    search_fields = ("key", "description")
+    raw_id_fields = ("search",)
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("id", "search", "seq", "type", "time")
+    list_filter = ("type",)
+    raw_id_fields = ("search",)
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    list_display = ("name", "node", "device", "slot", "slots", "pool", "host", "last_seen")
+    list_filter = ("pool", "node")

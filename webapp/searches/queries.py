@@ -1,0 +1,193 @@
+"""Read-only queries for the dashboard, the JSON API and the exports: who may see a search, the list row,
+the snapshot a live page starts from, a page of individuals (sorted, filtered), an individual's lineage.
+
+Nothing here writes; the engine's own modules do that.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.db.models import F, Q, QuerySet
+
+from webapp.searches import accounting
+from webapp.searches.models import Individual, Search
+from webapp.searches.recording import individual_event
+
+#: Columns of the individuals table a user may sort by (a leading "-" sorts descending).
+SORTABLE = ("number", "fitness", "status", "node", "generation", "operator", "duration", "finished", "attempts")
+PER_PAGE = 25
+MAX_PER_PAGE = 500
+
+
+class QueryError(ValueError):
+    """A bad query parameter (sort key, page number ...): the view answers 400 with this message."""
+
+
+def visible_searches(user) -> QuerySet[Search]:
+    """The searches ``user`` may see: their own, or every one for staff."""
+    if not getattr(user, "is_authenticated", False):
+        return Search.objects.none()
+    searches = Search.objects.all()
+    return searches if user.is_staff else searches.filter(owner=user)
+
+
+def search_row(search: Search) -> dict[str, Any]:
+    """What the list and the API show of one search."""
+    config = search.config or {}
+    duration = None
+    if search.started and search.finished:
+        duration = (search.finished - search.started).total_seconds()
+    elif search.started and (search.stats or {}).get("first_dispatch") is not None:
+        duration = accounting.summary(search.stats)["wall"]
+    total = search.evaluations_total
+    return {
+        "id": search.pk, "name": search.name, "owner": search.owner.get_username(),
+        "space": (config.get("space") or {}).get("name", ""),
+        "strategy": (config.get("strategy") or {}).get("name", ""),
+        "dataset": config.get("dataset", ""), "status": search.status, "status_reason": search.status_reason,
+        "done": search.evaluations_done, "total": total,
+        "progress": round(100.0 * search.evaluations_done / total, 1) if total else 0.0,
+        "best_fitness": search.best_fitness,
+        "created": search.created.isoformat(), "started": search.started.isoformat() if search.started else None,
+        "finished": search.finished.isoformat() if search.finished else None, "duration": duration,
+        "cloned_from": search.cloned_from_id, "event_seq": search.event_seq,
+    }
+
+
+def search_detail(search: Search) -> dict[str, Any]:
+    return {**search_row(search), "config": search.config, "summary": accounting.summary(search.stats),
+            "best": search.best}
+
+
+def final_points(search: Search) -> list[dict[str, Any]]:
+    """Every individual with a final result, as the websocket's ``individual.finished`` events carry them."""
+    rows = Individual.objects.filter(search=search, status__in=Individual.FINAL).order_by("finished", "number")
+    return [individual_event(row) for row in rows.iterator(chunk_size=2000)]
+
+
+def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """Speedup, ideal and efficiency after each result, by the same definitions as ``accounting.summary``."""
+    first = (search.stats or {}).get("first_dispatch")
+    if first is None:
+        return []
+    serial, slots, history = 0.0, set(), []
+    for point in points:
+        if point["finished"] is None:
+            continue
+        serial += point["duration"] or 0.0
+        if point["slot"]:
+            slots.add(point["slot"])
+        wall = max(point["finished"] - first, 1e-9)
+        speedup = serial / wall
+        history.append({"time": point["finished"], "speedup": speedup, "ideal": len(slots),
+                        "efficiency": speedup / len(slots) if slots else 0.0})
+    return history
+
+
+def objectives_of(search: Search) -> list[list[str]]:
+    """The objectives of a multi-objective search (``[[name, "max"|"min"], ...]``), else ``[]``."""
+    params = ((search.config or {}).get("strategy") or {}).get("params") or {}
+    objectives = params.get("objectives")
+    return objectives if isinstance(objectives, list) and len(objectives) >= 2 else []
+
+
+def pareto_points(search: Search) -> list[dict[str, Any]]:
+    """Number, description and objective values of every successful individual (for the Pareto chart)."""
+    names = [name for name, _ in objectives_of(search)]
+    if not names:
+        return []
+    rows = Individual.objects.filter(search=search, status=Individual.Status.DONE).values(
+        "number", "description", "fitness", "metrics")
+    points = []
+    for row in rows:
+        values = {name: row["fitness"] if name == "fitness" else (row["metrics"] or {}).get(name) for name in names}
+        if all(isinstance(v, (int, float)) for v in values.values()):
+            points.append({"number": row["number"], "description": row["description"], **values})
+    return points
+
+
+@dataclasses.dataclass(frozen=True)
+class IndividualPage:
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    pages: int
+    per_page: int
+    sort: str
+    filters: dict[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _int(params, name: str, default: int, low: int, high: int | None = None) -> int:
+    raw = params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise QueryError(f"`{name}` must be an integer (got {raw!r})") from None
+    if value < low or (high is not None and value > high):
+        raise QueryError(f"`{name}` must be in [{low}, {high if high is not None else '...'}] (got {value})")
+    return value
+
+
+def individuals_page(search: Search, params) -> IndividualPage:
+    """One page of the search's individuals. ``params`` (a QueryDict or a dict) may hold ``page``, ``per_page``,
+    ``sort`` (one of :data:`SORTABLE`, ``-`` for descending), ``status``, ``node`` and ``q`` (text in the
+    description or the key)."""
+    sort = params.get("sort") or "number"
+    if sort.lstrip("-") not in SORTABLE:
+        raise QueryError(f"`sort` must be one of {', '.join(SORTABLE)}, optionally prefixed by '-' (got {sort!r})")
+    status = params.get("status") or ""
+    if status and status not in Individual.Status.values:
+        raise QueryError(f"`status` must be one of {', '.join(Individual.Status.values)} (got {status!r})")
+    per_page = _int(params, "per_page", PER_PAGE, 1, MAX_PER_PAGE)
+    rows = Individual.objects.filter(search=search)
+    filters = {"status": status, "node": params.get("node") or "", "q": (params.get("q") or "").strip()}
+    if status:
+        rows = rows.filter(status=status)
+    if filters["node"]:
+        rows = rows.filter(node=filters["node"])
+    if filters["q"]:
+        rows = rows.filter(Q(description__icontains=filters["q"]) | Q(key__istartswith=filters["q"]))
+    total = rows.count()
+    pages = max((total + per_page - 1) // per_page, 1)
+    page = min(_int(params, "page", 1, 1), pages)
+    field = sort.lstrip("-")
+    order = [f"-{field}" if sort.startswith("-") else field, "number"]
+    if field == "fitness":  # failed ones (no fitness) last either way
+        order[0] = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
+    chunk = rows.order_by(*order)[(page - 1) * per_page : page * per_page]
+    return IndividualPage([individual_row(i) for i in chunk], total, page, pages, per_page, sort, filters)
+
+
+def individual_row(individual: Individual) -> dict[str, Any]:
+    metrics = individual.metrics or {}
+    return {**individual_event(individual), "accuracy": metrics.get("accuracy"), "flops": metrics.get("flops"),
+            "latency_ms": metrics.get("latency_ms"), "parents": individual.parents, "message": individual.message[:200]}
+
+
+def nodes_of(search: Search) -> list[str]:
+    return list(Individual.objects.filter(search=search).exclude(node="").values_list("node", flat=True)
+                .distinct().order_by("node"))
+
+
+def lineage(individual: Individual) -> dict[str, list[dict[str, Any]]]:
+    """Parents (by key, the first individual of the search with that key) and children of an individual."""
+    rows = list(Individual.objects.filter(search_id=individual.search_id).values("pk", "number", "key", "parents",
+                                                                                "operator", "fitness", "status"))
+    first_by_key: dict[str, dict] = {}
+    for row in sorted(rows, key=lambda r: r["number"]):
+        first_by_key.setdefault(row["key"], row)
+    parents = [first_by_key[key] for key in individual.parents if key in first_by_key]
+    children = [row for row in rows if individual.key in (row["parents"] or []) and row["pk"] != individual.pk]
+    return {"parents": parents, "children": sorted(children, key=lambda r: r["number"])}
+
+
+def best_individuals(search: Search, k: int) -> list[Individual]:
+    """The ``k`` best successful individuals, best first (ties by number)."""
+    return list(Individual.objects.filter(search=search, status=Individual.Status.DONE, fitness__isnull=False)
+                .order_by("-fitness", "number")[:k])
