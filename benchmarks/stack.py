@@ -125,10 +125,12 @@ class Run:
 
 
 class Stack:
-    """Redis, a migrated SQLite database and a control worker; evaluation workers per measurement."""
+    """Redis, a migrated SQLite database and a control worker (unless ``control=False``); evaluation workers
+    per measurement."""
 
-    def __init__(self, timings: dict[str, str] | None = None, keep: bool = False) -> None:
+    def __init__(self, timings: dict[str, str] | None = None, keep: bool = False, control: bool = True) -> None:
         self.timings = {**TIMINGS, **(timings or {})}
+        self.control = control
         self.keep = keep
         self.folder = Path(tempfile.mkdtemp(prefix="nas-bench-"))
         self.transcript = Transcript(self.folder / "processes.log")
@@ -168,6 +170,8 @@ class Stack:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        if not self.control:
+            return
         self.base.start("control", self._manage("controlworker", "--concurrency", "1", "--node", "bench-control"),
                         env=self.env)
         self.transcript.wait_for("control", "ready.", timeout=120)
