@@ -52,8 +52,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--generations", type=int, default=20)
     parser.add_argument("--space", default="pelee", choices=("pelee", "chain", "cell"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default="heterogeneous", help="results/<output>.md (default heterogeneous)")
     args = parser.parse_args(argv)
-    report = Report("heterogeneous", "Heterogeneous nodes: one slow node among four (seed 000's Fig. 7)",
+    report = Report(args.output, "Heterogeneous nodes: one slow node among four (seed 000's Fig. 7)",
                     command_line(argv, "heterogeneous.py"))
     report.add(f"Strategy {args.strategy}, simulated evaluations of {args.duration} s ({args.distribution}), "
                f"space {args.space}; one worker process with one slot per node. Measured under whatever else the "

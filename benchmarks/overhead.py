@@ -57,7 +57,8 @@ def stages(search_id: int) -> list[dict[str, float]]:
     rows = Individual.objects.filter(search_id=search_id).values("pk", "created", "dispatched", "started", "finished")
     trips = [
         {"created": row["created"].timestamp(), "dispatched": row["dispatched"].timestamp(),
-         "started": row["started"].timestamp(), "finished": row["finished"].timestamp(), "recorded": recorded[row["pk"]]}
+         "started": row["started"].timestamp(), "finished": row["finished"].timestamp(),
+         "recorded": recorded[row["pk"]]}
         for row in rows if row["started"] and row["finished"] and row["pk"] in recorded
     ]
     return sorted(trips, key=lambda trip: trip["recorded"])
@@ -104,7 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--slots-per-process", type=int, default=16)
     args = parser.parse_args(argv)
-    report = Report("overhead", "The engine's cost per evaluation (no-op evaluations)", command_line(argv, "overhead.py"))
+    report = Report("overhead", "The engine's cost per evaluation (no-op evaluations)",
+                    command_line(argv, "overhead.py"))
     report.add(f"Regularized evolution (population {args.population}) on the {args.space} space, simulated "
                "evaluations of 0 s; times are medians over the individuals, in ms. Measured under whatever else the "
                "machine was running (see the load average above).")
@@ -116,8 +118,8 @@ def main(argv: list[str] | None = None) -> None:
         for workers in [int(n) for n in args.workers.split(",")]:
             done = run(stack, workers, args.evaluations, args)
             per = done.engine_wall / args.evaluations
-            rows.append([str(workers), str(args.evaluations), f"{done.wall:.1f}", f"{1000 * per:.1f}",
-                         f"{1 / per:.0f}", f"{per / statistics.median(reference):.0f}", *trip_row(stages(done.search_id))])
+            rows.append([str(workers), str(args.evaluations), f"{done.wall:.1f}", f"{1000 * per:.1f}", f"{1 / per:.0f}",
+                         f"{per / statistics.median(reference):.0f}", *trip_row(stages(done.search_id))])
             print(f"  {workers} workers: {1000 * per:.1f} ms per evaluation", flush=True)
         report.add("## Per evaluation, by the number of workers\n\n" + table(
             ["workers", "evaluations", "wall, s", "wall per evaluation, ms", "evaluations per s",
