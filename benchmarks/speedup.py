@@ -36,7 +36,7 @@ measured with::
 
     python benchmarks/speedup.py --strategies regularized --workers 1,4 --duration 2 --evaluations 64 \
         --output speedup-4
-    python benchmarks/speedup.py --strategies regularized --workers 16,32,64 --duration 3 --evaluations 640 \
+    python benchmarks/speedup.py --strategies regularized --workers 32,64 --duration 3 --evaluations 640 \
         --output speedup-64
 
 (with 640 evaluations of 3 s a 1-worker run would take 32 minutes: without it, the engine's serial / wall).
