@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import Report, command_line, table  # noqa: E402
 from benchmarks.speedup import strategy_params  # noqa: E402
-from benchmarks.stack import Node, Run, Stack, simulated_config  # noqa: E402
+from benchmarks.stack import Node, Run, Stack, main_guard, simulated_config  # noqa: E402
 
 
 def clusters(slowdown: float) -> dict[str, list[Node]]:
@@ -78,4 +78,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_guard(main)

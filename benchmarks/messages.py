@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import Report, command_line, table  # noqa: E402
-from benchmarks.stack import Stack  # noqa: E402
+from benchmarks.stack import Stack, main_guard  # noqa: E402
 
 QUEUE = "bench.messages"  #: a queue no worker consumes: messages stay in Redis to be measured
 
@@ -134,4 +134,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_guard(main)

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import Report, command_line, table  # noqa: E402
-from benchmarks.stack import Run, Stack, equal_nodes, simulated_config  # noqa: E402
+from benchmarks.stack import Run, Stack, equal_nodes, main_guard, simulated_config  # noqa: E402
 
 
 def redis_round_trip(count: int) -> list[float]:
@@ -133,4 +133,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_guard(main)

@@ -51,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
-from benchmarks.stack import Run, Stack, equal_nodes, simulated_config  # noqa: E402
+from benchmarks.stack import Run, Stack, equal_nodes, main_guard, simulated_config  # noqa: E402
 
 
 def strategy_params(name: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -176,4 +176,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_guard(main)

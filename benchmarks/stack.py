@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +141,10 @@ class Stack:
     # --- up and down -------------------------------------------------------------------------------------------
 
     def __enter__(self) -> Stack:
-        # SIGTERM (a killed terminal, `timeout`) unwinds like Ctrl-C, through the same `finally`.
+        # SIGTERM (a killed terminal, `timeout`) unwinds like Ctrl-C, through the same `finally`; SIGINT is set
+        # too, since a shell starts background jobs with it ignored.
         signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             self._start()
         except BaseException:
@@ -249,6 +251,15 @@ class Stack:
         wall = time.perf_counter() - started
         search.refresh_from_db()
         return Run(search.pk, status, wall, accounting.summary(search.stats), search.individuals.count())
+
+
+def main_guard(main: Callable[[], None]) -> None:
+    """Run a benchmark's ``main``; on Ctrl-C or SIGTERM (the stack already stopped) one line, exit code 130."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("interrupted: every process the benchmark started is stopped", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def simulated_config(pool: str, strategy: str, params: dict[str, Any], *, duration: float,
