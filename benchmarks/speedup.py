@@ -8,7 +8,9 @@ efficiency, beside the ideal (n). Two speedups:
 - ``T_1 / T_n``: the measured wall time (launch -> seen finished) of the 1-worker run over the n-worker run's,
   seed 000's Eq. (1); only when 1 is among ``--workers``;
 - ``serial / wall``: the engine's own accounting (sum of evaluation durations over first dispatch -> last
-  result), what the dashboard shows; it needs no 1-worker run, so a long run can skip it.
+  result), what the dashboard shows; it needs no 1-worker run, so a long run can skip it. It overstates the
+  speedup when the workers saturate the CPU: the simulated evaluations then stretch (a 0.3 s sleep measured
+  0.54 s on average with 64 slots on 2 cores), and the serial time with them.
 
 The strategies:
 
@@ -23,14 +25,17 @@ generational GA (its barrier). The gap between that bound and the ideal is the b
 loss; the gap between the measured speedup and the bound is the engine's.
 
 A "worker" is one evaluation slot: ``manage.py evalworker --slots K`` runs K pool processes, each evaluating
-one individual at a time and announcing itself as a slot, exactly as K slots on one GPU do. On this kind of
-machine (2 cores, 24 GB) one Celery worker process per slot would cost ~80 MB and ~5 s of start-up each, and 64
-of them compete with the loop for the CPU; so n slots run in ceil(n / --slots-per-process) worker processes
-(default 16: 64 workers = 4 processes of 16 slots). ``--slots-per-process 1`` gives one process per worker.
+one individual at a time and announcing itself as a slot, exactly as K slots on one GPU do. Measured on
+this 2-core, 24 GB machine: a slot costs ~50 MiB (PSS) whether it is a process of its own or one of 16 in a
+worker, but a worker process per slot doubles the processes (a Celery parent for each pool child): 16 workers
+as 16 processes took 1.6 GB and 8.5 s to be ready, as one process of 16 slots 0.8 GB and 2.8 s; 64 slots as 4
+processes of 16, 3.2 GB and 6.4 s (64 processes of 1 slot would be ~6.4 GB and 128 processes). So n slots run
+in ceil(n / --slots-per-process) worker processes (default 16: 64 workers = 4 processes of 16 slots).
+``--slots-per-process 1`` gives one process per worker.
 
 The engine's cost per evaluation (``benchmarks/overhead.py``) bounds the speedup at about
 duration / cost-per-evaluation: evaluations of a few seconds are needed for high efficiency at 64 workers.
-The default run (about 5 minutes on 2 cores) uses 0.3 s evaluations, too short for 32 or 64 workers to pay
+The default run (about 6 minutes on 2 cores) uses 0.3 s evaluations, too short for 32 or 64 workers to pay
 off; the issue's targets (efficiency >= 0.95 at 4 workers, >= 0.90 at 64, evaluations of a few seconds) are
 measured with::
 
