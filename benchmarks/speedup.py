@@ -49,6 +49,7 @@ measured with::
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,19 @@ def makespan_bound(search_id: int, workers: int, barrier: bool) -> float:
     for generation, duration in Individual.objects.filter(search_id=search_id).values_list("generation", "duration"):
         per_generation.setdefault(generation if barrier else 0, []).append(duration or 0.0)
     return sum(max(sum(d) / workers, max(d)) for d in per_generation.values())
+
+
+def barrier_gap(search_id: int) -> float:
+    """The median time between a generation's last result and the next generation's first start: the
+    engine's own cost of each barrier (record, breed, create, dispatch, deliver)."""
+    from django.db.models import Max, Min
+
+    from webapp.searches.models import Individual
+
+    spans = (Individual.objects.filter(search_id=search_id).values("generation")
+             .annotate(first=Min("started"), last=Max("finished")).order_by("generation"))
+    gaps = [(b["first"] - a["last"]).total_seconds() for a, b in zip(spans, spans[1:]) if a["last"] and b["first"]]
+    return statistics.median(gaps) if gaps else 0.0
 
 
 def measure(stack: Stack, strategy: str, workers: int, args: argparse.Namespace) -> tuple[Run, float]:
@@ -110,6 +124,8 @@ def table5(strategy: str, runs: dict[int, tuple[Run, float]]) -> str:
         row("efficiency serial / (n wall)", lambda n, run, _: f"{run.summary['speedup'] / n:.3f}"),
         row(f"bound on speedup (no overhead{', generation barrier' if strategy == 'generational' else ''})",
             lambda n, run, bound: f"{run.summary['serial'] / bound:.2f}"),
+        *([row("barrier: last result -> next generation's first start, ms (median)",
+                lambda n, run, _: f"{1000 * barrier_gap(run.search_id):.0f}")] if strategy == "generational" else []),
         row("packets sent", lambda n, run, _: str(run.summary["packets"])),
         row("slots that took work", lambda n, run, _: str(run.summary["ideal"])),
     ]
