@@ -9,7 +9,7 @@ efficiency, beside the ideal (n). Two speedups:
   seed 000's Eq. (1); only when 1 is among ``--workers``;
 - ``serial / wall``: the engine's own accounting (sum of evaluation durations over first dispatch -> last
   result), what the dashboard shows; it needs no 1-worker run, so a long run can skip it. It overstates the
-  speedup when the workers saturate the CPU: the simulated evaluations then stretch (a 0.3 s sleep measured
+  speedup when the workers saturate the CPU: the simulated evaluations then stretch (a 0.3 s sleep measured up to
   0.54 s on average with 64 slots on 2 cores), and the serial time with them.
 
 The strategies:
