@@ -1,0 +1,90 @@
+"""What every benchmark prints and saves: markdown tables under a header naming the machine they ran on.
+
+Results go to ``benchmarks/results/<name>.md`` (and are printed as they are written), so that a figure is
+never read without the CPU, cores, memory, Python, load and commit it was measured with.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_gib() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> str:
+    """One markdown line per fact about the machine and the moment."""
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    facts = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "CPU": _cpu_model(),
+        "cores": str(os.cpu_count()),
+        "RAM": _memory_gib(),
+        "Python": platform.python_version(),
+        "OS": f"{platform.system()} {platform.release()}",
+        "load average at start (1, 5, 15 min)": load,
+        "commit": _commit(),
+    }
+    return "\n".join(f"- {name}: {value}" for name, value in facts.items())
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A markdown table; floats are written as given by the caller (format them first)."""
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+class Report:
+    """A results file built section by section; each section is printed at once and the file rewritten, so an
+    interrupted run keeps what it measured."""
+
+    def __init__(self, name: str, title: str, command: str) -> None:
+        self.path = RESULTS / f"{name}.md"
+        self.parts = [f"# {title}", machine(), f"Command: `{command}`"]
+        print("\n\n".join(self.parts) + "\n", flush=True)
+
+    def add(self, text: str) -> None:
+        self.parts.append(text.strip())
+        print(text.strip() + "\n", flush=True)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("\n\n".join(self.parts) + "\n")
+
+
+def command_line(argv: Sequence[str] | None, script: str) -> str:
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return " ".join([".venv/bin/python", f"benchmarks/{script}", *args])
