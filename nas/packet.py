@@ -121,6 +121,24 @@ def adaptive_ind_len(
     return size if available is None else min(size, available)
 
 
+def split_packets(items: Sequence[Any], free_slots: int, ind_len: int) -> list[list[Any]]:
+    """``items`` cut into packets for ``free_slots`` idle slots: at most ``ind_len`` each, and at least one packet
+    per free slot while there are items (17 items for 16 slots are 1 packet of 2 and 15 of 1, not 9 of 2 that
+    would leave 7 slots idle). Sizes differ by at most one; order is kept."""
+    if not _is_int(free_slots) or free_slots < 1 or not _is_int(ind_len) or ind_len < 1:
+        raise ValueError(f"`free_slots` and `ind_len` must be integers >= 1 (free_slots={free_slots!r}, ind_len={ind_len!r}).")
+    if not items:
+        return []
+    count = max(min(len(items), free_slots), math.ceil(len(items) / ind_len))
+    base, extra = divmod(len(items), count)
+    packets, start = [], 0
+    for index in range(count):
+        size = base + (1 if index < extra else 0)
+        packets.append(list(items[start : start + size]))
+        start += size
+    return packets
+
+
 def message_length_model(l_p: float, l_ind: float, ind_len: int) -> float:
     """Seed 000's Eq. (2): ``L = l_p + l_ind * ind_len`` (fixed packet length plus one individual's per item)."""
     return l_p + l_ind * ind_len

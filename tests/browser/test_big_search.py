@@ -8,44 +8,17 @@ import time
 import pytest
 
 from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
-from webapp.searches import accounting, broadcast, lifecycle, recording
+from webapp.searches import broadcast, recording
+from webapp.searches.bulk import bulk_search
 from webapp.searches.models import Individual
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 N = 10_000
-CONFIG = {"space": {"name": "chain", "max_layers": 4},
-          "strategy": {"name": "random", "seed": 0, "params": {"max_evaluations": N + 1}},
-          "evaluation": {"mode": "simulated", "duration": 0.1}}
-
-
-def big_search(owner):
-    """10,000 finished individuals on 8 nodes, written in bulk (as if the loop had recorded them)."""
-    import datetime as dt
-
-    search = lifecycle.create_search(owner, "ten thousand", CONFIG)
-    start = time.time() - 3600
-    search.stats = accounting.new_stats(start)
-    rows = []
-    for i in range(N):
-        node, finished = f"node{i % 8}", start + 1 + i * 0.3
-        ok = i % 50 != 7
-        rows.append(Individual(
-            search=search, number=i, genome={"layers": [{"kernel": 3, "filters": 16}]}, key=f"k{i}",
-            description=f"3 modules of 1 layers: 3x3/{16 + i % 5}", status="done" if ok else "failed",
-            fitness=0.5 + (i % 997) / 2000 if ok else None, node=node, device="cpu", slot=f"{node}/cpu/0",
-            started=dt.datetime.fromtimestamp(finished - 2.0, dt.timezone.utc),
-            finished=dt.datetime.fromtimestamp(finished, dt.timezone.utc), duration=2.0, failure="" if ok else "oom"))
-        accounting.count_result(search.stats, node=node, device="cpu", slot=f"{node}/cpu/0", ok=ok, duration=2.0,
-                                finished=finished, nbytes=0)
-    Individual.objects.bulk_create(rows, batch_size=2000)
-    search.status, search.evaluations_done, search.evaluations_total = "running", N, N + 1
-    search.save()
-    return search
 
 
 def test_ten_thousand_points_stay_responsive(page, web, django_user_model):
     owner = django_user_model.objects.create_user(username="big", password="a-long-password-1")
-    search = big_search(owner)
+    search = bulk_search(owner, N)
     sign_in(page, web, owner)
     started = time.monotonic()
     page.goto(f"{web}/searches/{search.pk}/")

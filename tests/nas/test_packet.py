@@ -6,6 +6,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nas.packet import (
     REQUEST,
@@ -14,6 +16,7 @@ from nas.packet import (
     adaptive_ind_len,
     fit_message_length,
     message_length_model,
+    split_packets,
 )
 
 PELEE = {"stages": [[2, 3, 32], [2, 4, 32], [2, 8, 32], [2, 6, 32]]}
@@ -128,3 +131,25 @@ def test_message_length_model_is_eq_2():
 def test_fit_message_length_needs_two_points():
     with pytest.raises(ValueError, match="at least two distinct"):
         fit_message_length([3, 3], [10, 10])
+
+
+def test_split_packets_gives_every_free_slot_work_before_anyone_gets_two():
+    sizes = [len(p) for p in split_packets(list(range(17)), free_slots=16, ind_len=2)]
+    assert sizes == [2] + [1] * 15
+    assert [len(p) for p in split_packets(list(range(10)), free_slots=4, ind_len=3)] == [3, 3, 2, 2]
+    assert [len(p) for p in split_packets(list(range(10)), free_slots=2, ind_len=3)] == [3, 3, 2, 2]
+    assert split_packets([], free_slots=3, ind_len=2) == []
+    assert [x for p in split_packets(list(range(23)), 5, 4) for x in p] == list(range(23))
+    with pytest.raises(ValueError, match="free_slots"):
+        split_packets([1], free_slots=0, ind_len=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 200), st.integers(1, 64), st.integers(1, 8))
+def test_split_packets_properties(count, slots, ind_len):
+    packets = split_packets(list(range(count)), slots, ind_len)
+    assert [x for p in packets for x in p] == list(range(count))
+    assert all(1 <= len(p) <= ind_len for p in packets)
+    assert len(packets) >= min(count, slots)
+    if packets:
+        assert max(map(len, packets)) - min(map(len, packets)) <= 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 import uuid
 from typing import Any
@@ -18,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from nas.packet import adaptive_ind_len
+from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy, strategy_from_state
 from webapp.searches import accounting, broadcast, lease, packets, recording, transport
@@ -223,17 +222,16 @@ class SearchLoop:
             self._send(unsent, resent=True)
 
     def _send(self, individuals: list[Individual], resent: bool = False) -> None:
-        """Send individuals as packets of adaptive ``ind_len`` to the pool queue; each packet is one task."""
+        """Send individuals as packets to the pool queue, each one task: at most seed 000's adaptive ``ind_len``
+        each, and no fewer packets than live slots, so no slot idles while another holds two."""
         from webapp.searches.tasks import evaluate_batch
 
         config = self.search.config
         slots = max(len(self.live_slots()), 1)
         rounds = self.search.stats.get("packets", 0) // slots
-        per_slot = math.ceil(len(individuals) / slots)
-        size = adaptive_ind_len(self.population, slots, rounds, available=max(per_slot, 1)) or 1
+        ind_len = adaptive_ind_len(self.population, slots, rounds) or 1
         now = timezone.now()
-        for start in range(0, len(individuals), size):
-            chunk = individuals[start : start + size]
+        for chunk in split_packets(individuals, slots, ind_len):
             task_id = uuid.uuid4().hex
             data, signature = packets.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
