@@ -88,3 +88,21 @@ def command_line(argv: Sequence[str] | None, script: str) -> str:
 
     args = list(sys.argv[1:] if argv is None else argv)
     return " ".join([".venv/bin/python", f"benchmarks/{script}", *args])
+
+
+def render_png(html: Path, png: Path, width: int = 900, height: int = 600) -> bool:
+    """A PNG of a self-contained plotly HTML file, through Playwright and Debian's chromium (the browser the
+    tests use; kaleido is not installed). False when that browser is not there."""
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        return False
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(html.resolve().as_uri())
+        page.wait_for_selector(".main-svg")
+        page.screenshot(path=str(png))
+        browser.close()
+    return True

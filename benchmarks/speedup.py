@@ -56,7 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
+from benchmarks.report import RESULTS, Report, command_line, render_png, table  # noqa: E402
 from benchmarks.stack import Run, Stack, equal_nodes, main_guard, simulated_config  # noqa: E402
 
 
@@ -154,8 +154,10 @@ def plot(results: dict[str, dict[int, tuple[Run, float]]], path: Path) -> Path:
     try:
         figure.write_image(str(path.with_suffix(".png")))
         return path.with_suffix(".png")
-    except Exception:  # no kaleido (or no browser for it) on this machine
+    except Exception:  # no kaleido (or no browser for it) on this machine: chromium renders the HTML
         figure.write_html(str(path.with_suffix(".html")), include_plotlyjs=True)
+        if render_png(path.with_suffix(".html"), path.with_suffix(".png")):
+            return path.with_suffix(".png")
         return path.with_suffix(".html")
 
 
