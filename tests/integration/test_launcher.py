@@ -89,3 +89,21 @@ def test_unreachable_redis_url_is_one_clear_line_and_changes_nothing(tmp_path):
     assert f"REDIS_URL={url} is not reachable" in run.text
     assert "Traceback" not in run.text
     assert not (tmp_path / "db.sqlite3").exists()
+
+
+def test_kill_9_of_up_leaves_nothing_running_within_seconds(tmp_path):
+    env = manage_env("", tmp_path, NAS_ADMIN_PASSWORD="x", DJANGO_SETTINGS_MODULE="webapp.settings.local")
+    env.pop("REDIS_URL")
+    launcher = ProcessLog(manage("up", "--port", str(free_port()), "--devices", "cpu"), env)
+    try:
+        launcher.wait_for("Dashboard: http://", timeout=120)
+        launcher.wait_for("eval-cpu@", timeout=60)
+        family = psutil.Process(launcher.process.pid).children(recursive=True)
+        assert len(family) >= 4
+        launcher.process.send_signal(signal.SIGKILL)  # no chance to stop anything itself
+        # Every child got SIGTERM from the kernel (PR_SET_PDEATHSIG), Redis included: the workers must not then
+        # wait on the dead Redis while they shut down.
+        gone, alive = psutil.wait_procs(family, timeout=20)
+        assert alive == [], f"left running 20 s after kill -9: {[' '.join(p.cmdline()[1:4]) for p in alive]}"
+    finally:
+        launcher.stop()

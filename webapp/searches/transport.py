@@ -122,7 +122,13 @@ def announce_slot(node: str, device: str, slot: int, info: dict[str, Any]) -> No
 
 
 def retire_slot(node: str, device: str, slot: int) -> None:
-    client().delete(slot_key(node, device, slot))
+    """Best effort, at once: a stopping worker must not wait a minute on a Redis that is gone (the supervisor
+    stops Redis with everything else); the key expires by itself after the heartbeat TTL anyway."""
+    quick = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        quick.delete(slot_key(node, device, slot))
+    finally:
+        quick.close()
 
 
 # --- loop side ----------------------------------------------------------------------------------------------
