@@ -9,7 +9,8 @@
   const CONFIG = {responsive: true, displaylogo: false};
   const FINAL = new Set(["finished", "stopped", "failed"]);
   const state = {seq: 0, plotted: new Set(), best: null, start: null, nodeCounts: {}, socket: null,
-                 retry: 500, holdUntil: 0, lastResume: 0, status: null, pending: {}, flushTimer: null, dropped: 0};
+                 retry: 500, holdUntil: 0, lastResume: 0, status: null, pending: {}, flushTimer: null, dropped: 0,
+                 running: {}, skew: 0, runningDrawn: 0};
 
   function csrf() {
     const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
@@ -41,6 +42,10 @@
     state.best = snap.best;
     state.start = snap.start;
     state.nodeCounts = snap.node_counts;
+    state.running = {};
+    for (const p of snap.running || []) state.running[p.number] = p;
+    state.skew = snap.now ? snap.now * 1000 - Date.now() : 0;
+    for (const label of Object.keys(snap.node_counts || {})) addNodeOption(label);
     showSearch(snap.search);
     showSummary(snap.summary);
     const fitness = chart("fitness");
@@ -117,14 +122,17 @@
         Plotly.extendTraces(el, update, [index]);
       }
     }
+    drawRunning();
   }
 
   function addPoint(p) {
+    delete state.running[p.number];
     if (state.plotted.has(p.number) || p.finished === null) return;
     state.plotted.add(p.number);
     const t = p.finished * 1000;
     const failed = p.fitness === null;
     const label = nodeLabel(p);
+    addNodeOption(label);
     queue("fitness", failed ? "failed" : label, {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)],
           customdata: [p.number]},
           {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
@@ -143,6 +151,36 @@
     queue("gantt", label, {x: [start, t, null], y: [slot, slot, null], text: [hover(p), hover(p), null]},
           {type: "scattergl", mode: "lines", line: {width: 12}, connectgaps: false,
            hovertemplate: "%{text}<extra>%{fullData.name}</extra>"});
+  }
+
+  // The table's node filter offers every node seen so far, those that joined after the page loaded included.
+  function addNodeOption(label) {
+    const select = document.querySelector("#table-filter select[name=node]");
+    const node = label.split("/")[0];
+    if (!select || node === "-" || Array.from(select.options).some((o) => o.value === node)) return;
+    const option = document.createElement("option");
+    option.value = option.textContent = node;
+    select.appendChild(option);
+  }
+
+  // Evaluations under way: one trace on the timeline whose bars end at "now", stretched every second.
+  function drawRunning() {
+    const el = chart("gantt");
+    const running = Object.values(state.running);
+    if (!el || !el.data || (running.length === 0 && state.runningDrawn === 0)) return;
+    const now = Date.now() + state.skew;
+    const x = [], y = [], text = [];
+    for (const p of running) {
+      const slot = p.slot || nodeLabel(p);
+      x.push(p.started * 1000, Math.max(now, p.started * 1000), null);
+      y.push(slot, slot, null);
+      text.push(hover(p) + " (running)", hover(p) + " (running)", null);
+    }
+    const index = el.data.findIndex((t) => t.name === "running");
+    if (index < 0) return;
+    // Plotly.update, not restyle: restyling x would turn the date axis into a plain number axis.
+    Plotly.update(el, {x: [x], y: [y], text: [text]}, {"xaxis.type": "date", "yaxis.type": "category"}, [index]);
+    state.runningDrawn = running.length;
   }
 
   function progress(event) {
@@ -181,6 +219,10 @@
 
   function apply(event) {
     if (event.type === "individual.finished") { addPoint(event.data); refreshParetoSoon(); }
+    else if (event.type === "individual.started") {
+      if (!state.plotted.has(event.data.number) && event.data.started) state.running[event.data.number] = event.data;
+      if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+    }
     else if (event.type === "search.progress") progress(event);
     else if (event.type === "search.status") {
       state.status = event.data.status;
@@ -298,6 +340,7 @@
   // The channel layer may shed the last messages of a burst, and no later event would reveal the gap: ask
   // now and then anyway (an empty answer costs one small query).
   setInterval(() => resume(true), 10000);
+  setInterval(drawRunning, 1000);
 
   tableEvents();
   loadTable();

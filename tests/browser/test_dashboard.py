@@ -94,6 +94,15 @@ def test_create_launch_watch_stop_resume_clone_download(page, web, stack, django
     assert page.evaluate("() => window.__noReload") == "still here"
     wait_until(lambda: page.locator("#live-state").inner_text() == "live", 5, message="socket live")
     assert page.locator("#chart-gantt .scatterlayer, #chart-gantt canvas").count() > 0
+    # The timeline shows evaluations under way too (bars up to now), and the table's node filter offers the
+    # node that joined after the page loaded.
+    page.wait_for_function("""() => { const el = document.getElementById('chart-gantt');
+        const t = el && el.data && el.data.find((t) => t.name === 'running'); return t && t.x.length >= 3; }""",
+                           timeout=15_000)
+    page.wait_for_timeout(1500)  # a redraw or two of the running bars, which must keep the time axis a time axis
+    assert page.evaluate("() => document.getElementById('chart-gantt')._fullLayout.xaxis.type") == "date"
+    nodes = page.locator("#table-filter select[name=node] option").all_inner_texts()
+    assert set(Individual.objects.filter(search=search).exclude(node="").values_list("node", flat=True)) <= set(nodes)
 
     # Stop, then resume.
     page.click("#stop-button")

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import json
+import time
 
+import numpy as np
 import pytest
 from django.urls import reverse
 
+from nas.spaces import space_from_config
+from nas.strategies.base import Candidate
 from tests.dashboard.conftest import CONFIG
+from webapp.searches import recording
 from webapp.searches.models import Search
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +92,20 @@ def test_single_objective_search_has_no_pareto(owner_client, search):
 def test_bad_list_page_is_a_400(owner_client, search):
     assert owner_client.get(reverse("api-searches"), {"page": "x"}).status_code == 400
     assert owner_client.get(reverse("api-searches"), {"page": "9"}).status_code == 400
+
+
+def test_snapshot_carries_the_evaluations_under_way(owner_client, search):
+    """The timeline shows what runs now, not only what has finished: the snapshot lists the running
+    individuals and its timeline has their bars up to the server's clock."""
+    space = space_from_config(search.config["space"])
+    genome = space.sample(np.random.default_rng(99))
+    (individual,) = recording.create_individuals(
+        search, space, [Candidate(id=10, genome=genome, key=space.key(genome), generation=3)])
+    started = time.time() - 3
+    assert recording.mark_started(individual, {"node": "gamma", "device": "cpu", "slot": "gamma/cpu/1",
+                                               "attempt": 1, "time": started})
+    snapshot = owner_client.get(reverse("api-snapshot", args=[search.pk])).json()
+    assert [p["number"] for p in snapshot["running"]] == [10] and snapshot["now"] >= started + 3
+    bars = next(t for t in snapshot["figures"]["gantt"]["data"] if t["name"] == "running")
+    assert bars["y"][:2] == ["gamma/cpu/1"] * 2 and bars["x"][0] == pytest.approx(started * 1000)
+    assert 10 not in snapshot["plotted"]

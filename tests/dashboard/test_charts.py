@@ -62,6 +62,15 @@ def test_gantt_has_a_segment_per_evaluation_on_its_slot():
     alpha = by_name["alpha/cpu"]
     assert alpha["x"][:3] == [8_000.0, 10_000.0, None] and alpha["y"][:3] == ["alpha/cpu/0", "alpha/cpu/0", None]
     assert len(alpha["x"]) == 9  # three evaluations on alpha (one failed)
+    assert by_name[charts.RUNNING]["x"] == [], "no evaluation under way was given"
+
+
+def test_gantt_draws_evaluations_under_way_up_to_now():
+    running = [{**point(5, None, node="beta"), "started": 20.0, "finished": None, "status": "running"},
+               {**point(6, None, node="beta"), "started": None, "finished": None, "status": "running"}]  # not started
+    trace = traces(charts.gantt(POINTS, running, now=23.5))[charts.RUNNING]
+    assert trace["x"] == [20_000.0, 23_500.0, None] and trace["y"] == ["beta/cpu/0", "beta/cpu/0", None]
+    assert trace["text"][0] == "#5 arch 5 (running)"
 
 
 def test_pareto_front_for_two_objectives():

@@ -69,3 +69,35 @@ def test_download_views(owner_client, search):
     assert f"search{search.pk}_n9/genome.json" in zipfile.ZipFile(io.BytesIO(single.content)).namelist()
     genome = owner_client.get(reverse("download-genome", args=[search.pk, 9])).json()
     assert genome["number"] == 9
+
+
+def test_exports_are_made_once_per_architecture_and_kept(search, monkeypatch, settings, tmp_path):
+    """The ONNX export takes seconds: the second download of the same architectures reuses the first's files,
+    and a failed export is not kept (the next download tries again)."""
+    import evaluators.export
+
+    settings.STATE_DIR = tmp_path
+    real, calls = evaluators.export.export_files, []
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluators.export, "export_files", counted)
+    first, second = io.BytesIO(), io.BytesIO()
+    names = exports.best_zip(search, 2, first)
+    assert len(calls) == 2
+    assert exports.best_zip(search, 2, second) == names and len(calls) == 2, "the second download exported again"
+    again = zipfile.ZipFile(io.BytesIO(second.getvalue()))
+    assert again.read("rank01_n9/model.onnx") == zipfile.ZipFile(io.BytesIO(first.getvalue())).read("rank01_n9/model.onnx")
+    assert len(list((tmp_path / "exports").iterdir())) == 2 and not list((tmp_path / "exports").glob(".*"))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("exporter broke")
+
+    monkeypatch.setattr(evaluators.export, "export_files", broken)
+    out = io.BytesIO()
+    names = exports.best_zip(search, 3, out)
+    assert "rank03_n7/EXPORT_ERROR.txt" in names and "rank01_n9/model.onnx" in names
+    assert b"exporter broke" in zipfile.ZipFile(io.BytesIO(out.getvalue())).read("rank03_n7/EXPORT_ERROR.txt")
+    assert len(list((tmp_path / "exports").iterdir())) == 2

@@ -15,6 +15,8 @@ import plotly.graph_objects as go
 
 FAILED = "failed"
 BEST = "best so far"
+#: The timeline's trace of evaluations under way (each bar ends at "now"; the page stretches them every second).
+RUNNING = "running"
 LAYOUT = {"margin": {"l": 55, "r": 15, "t": 40, "b": 45}, "height": 320, "template": "plotly_white",
           "legend": {"orientation": "h", "y": -0.2}, "uirevision": "keep"}
 
@@ -118,8 +120,9 @@ def gantt_segment(point: dict[str, Any]) -> tuple[list, list, list]:
     return [ms(start), ms(point["finished"]), None], [slot, slot, None], [hover(point)] * 2 + [None]
 
 
-def gantt(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each worker slot's evaluations as bars along time, one trace per node."""
+def gantt(points: list[dict[str, Any]], running: list[dict[str, Any]] = (), now: float | None = None) -> dict[str, Any]:
+    """Each worker slot's evaluations as bars along time, one trace per node; the ``running`` ones (started,
+    no result yet) in one more trace, their bars ending at ``now``."""
     by_node: dict[str, list] = defaultdict(lambda: [[], [], []])
     for point in sorted(final(points), key=lambda p: p["finished"]):
         xs, ys, texts = by_node[node_label(point)]
@@ -128,6 +131,14 @@ def gantt(points: list[dict[str, Any]]) -> dict[str, Any]:
     traces = [go.Scattergl(name=name, mode="lines", x=xs, y=ys, text=texts, line={"width": 12},
                            hovertemplate="%{text}<extra>%{fullData.name}</extra>", connectgaps=False)
               for name, (xs, ys, texts) in sorted(by_node.items())]
+    xs, ys, texts = [], [], []
+    for point in running:
+        if point.get("started") is not None and now is not None:
+            x, y, text = gantt_segment({**point, "finished": max(now, point["started"])})
+            xs.extend(x), ys.extend(y), texts.extend([f"{text[0]} (running)"] * 2 + [None])
+    traces.append(go.Scattergl(name=RUNNING, mode="lines", x=xs, y=ys, text=texts, connectgaps=False,
+                               line={"width": 12, "color": "rgba(230, 145, 30, 0.75)"},
+                               hovertemplate="%{text}<extra>running</extra>"))
     return _figure(traces, "Per-worker timeline", xaxis={"type": "date"},
                    yaxis={"type": "category", "automargin": True})
 
@@ -176,11 +187,12 @@ def learning_curve(curve: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def search_figures(points: list[dict[str, Any]], summary: dict[str, Any], history: list[dict[str, float]],
-                   start: float | None, pareto_points: list[dict[str, Any]], objectives: list[list[str]]) -> dict:
+                   start: float | None, pareto_points: list[dict[str, Any]], objectives: list[list[str]],
+                   running: list[dict[str, Any]] = (), now: float | None = None) -> dict:
     """Every figure of the live search page, by the id of the element that shows it."""
     figures = {
         "fitness": fitness_scatter(points), "best": best_so_far(points), "nodes": node_bars(summary),
-        "throughput": throughput_over_time(points, start), "speedup": speedup(history), "gantt": gantt(points),
+        "throughput": throughput_over_time(points, start), "speedup": speedup(history), "gantt": gantt(points, running, now),
     }
     front = pareto(pareto_points, objectives)
     if front is not None:

@@ -2,6 +2,7 @@
 event they include. The page then applies the websocket's events with a higher number."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from webapp.dashboard import charts
@@ -18,13 +19,14 @@ def snapshot(search: Search) -> dict[str, Any]:
     summary = accounting.summary(search.stats)
     start = (search.stats or {}).get("first_dispatch")
     objectives = queries.objectives_of(search)
+    running, now = queries.running_points(search), time.time()
     figures = charts.search_figures(points, summary, queries.speedup_history(search, points), start,
-                                    queries.pareto_points(search), objectives)
+                                    queries.pareto_points(search), objectives, running, now)
     return {
         "seq": seq, "search": queries.search_row(search), "summary": summary, "figures": figures,
         "plotted": [p["number"] for p in points], "start": start, "objectives": objectives,
         "best": max((p["fitness"] for p in points if p["fitness"] is not None), default=None),
-        "node_counts": _node_counts(points),
+        "node_counts": _node_counts(points), "running": running, "now": now,
     }
 
 

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 import json
 import logging
+import shutil
 import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
+
+from django.conf import settings
 
 from nas.spaces import space_from_config
 from webapp.searches import queries
@@ -30,6 +34,10 @@ TIMINGS = ("build", "train", "validate", "total")
 TAIL = ("node", "device", "slot", "attempts", "generation", "operator", "parents", "parent_numbers", "key",
         "description", "failure", "message", "created", "dispatched", "started", "finished", "duration",
         "packet_bytes")
+#: Bump when ``evaluators.export`` writes different files, so old cached exports are not served.
+EXPORT_FORMAT = 1
+#: The marker of a complete cached export (written last, before its folder is renamed into place).
+DONE = ".complete"
 
 
 def _iso(value: dt.datetime | None) -> str:
@@ -125,18 +133,44 @@ def standalone_source(search: Search, individual: Individual) -> str | None:
 
 
 def _exported_files(search: Search, individual: Individual, folder: Path) -> list[Path]:
-    """``evaluators.export.export_files`` (genome, source, ONNX) when installed; ``[]`` otherwise or on failure."""
+    """``evaluators.export.export_files`` (genome, source, ONNX) when installed; ``[]`` otherwise or on failure.
+
+    The files are kept under ``STATE_DIR/exports``, named by a hash of what they are made from (space, dataset,
+    genome): the ONNX export takes seconds per architecture, so only the first download of one pays for it.
+    ``folder`` is where a failed export's ``EXPORT_ERROR.txt`` goes."""
     try:
         from evaluators.export import export_files
     except ImportError:
         return []
+    cached = _export_cache(search, individual)
+    if (cached / DONE).is_file():
+        return sorted(p for p in cached.iterdir() if p.name != DONE)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{cached.name}-", dir=_mkdir(cached.parent)))
     try:
-        return [Path(p) for p in export_files(individual.genome, search.config["space"], search.config["dataset"],
-                                              folder)]
+        export_files(individual.genome, search.config["space"], search.config["dataset"], scratch)
+        (scratch / DONE).write_text("")
+        try:
+            scratch.rename(cached)
+        except OSError:  # another request exported the same architecture meanwhile: theirs is as good
+            pass
     except Exception as error:  # one architecture that does not export must not spoil the download
         log.warning("export of individual %s of search %s failed: %s", individual.number, search.pk, error)
         (folder / "EXPORT_ERROR.txt").write_text(f"{type(error).__name__}: {error}\n")
         return [folder / "EXPORT_ERROR.txt"]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return sorted(p for p in cached.iterdir() if p.name != DONE)
+
+
+def _export_cache(search: Search, individual: Individual) -> Path:
+    made_of = json.dumps([EXPORT_FORMAT, search.config["space"], search.config["dataset"], individual.genome],
+                         sort_keys=True)
+    return settings.STATE_DIR / "exports" / hashlib.sha256(made_of.encode()).hexdigest()[:32]
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def best_zip(search: Search, k: int, out: BinaryIO) -> list[str]:

@@ -66,6 +66,12 @@ def final_points(search: Search) -> list[dict[str, Any]]:
     return [individual_event(row) for row in rows.iterator(chunk_size=2000)]
 
 
+def running_points(search: Search) -> list[dict[str, Any]]:
+    """The individuals under way (started on a slot, no result yet), as ``individual.started`` events carry them."""
+    rows = Individual.objects.filter(search=search, status=Individual.Status.RUNNING, started__isnull=False)
+    return [individual_event(row) for row in rows.order_by("started")]
+
+
 def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, float]]:
     """Speedup, ideal and efficiency after each result, by the same definitions as ``accounting.summary``."""
     first = (search.stats or {}).get("first_dispatch")
