@@ -139,6 +139,10 @@ class ArchiveStrategy(Strategy):
         self._rng = np.random.default_rng(self.seed)
         self._candidates: list[Candidate] = []
         self._results: dict[int, Result] = {}
+        # The JSON rows of the candidates and results already saved once: both only grow, so state_dict()
+        # converts each row once, not the whole archive at every save (a big search saves after every result).
+        self._candidate_rows: list[dict[str, Any]] = []
+        self._result_rows: list[list[Any]] = []
         self._ids: dict[str, int] = {}
         self._exhausted = False
 
@@ -275,6 +279,11 @@ class ArchiveStrategy(Strategy):
     # --- state --------------------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
+        """The strategy's state as JSON data. Its candidate and result rows are shared with the next calls'
+        (each converted once): serialise the state, do not edit it in place."""
+        self._candidate_rows.extend(c.to_dict() for c in self._candidates[len(self._candidate_rows):])
+        told = itertools.islice(self._results.items(), len(self._result_rows), None)
+        self._result_rows.extend([i, r.to_dict()] for i, r in told)
         rng = self._rng.bit_generator.state
         return {
             "name": self.name,
@@ -284,8 +293,8 @@ class ArchiveStrategy(Strategy):
             "params": json.loads(json.dumps(self.params)),
             # 128-bit integers as strings: JSON readers that use doubles (JavaScript, some databases) round them.
             "rng": {**rng, "state": {name: str(value) for name, value in rng["state"].items()}},
-            "candidates": [c.to_dict() for c in self._candidates],
-            "results": [[i, r.to_dict()] for i, r in self._results.items()],  # in the order they were told
+            "candidates": list(self._candidate_rows),
+            "results": list(self._result_rows),  # in the order they were told
             "exhausted": self._exhausted,
             "strategy": self._extra_state(),
         }

@@ -247,3 +247,24 @@ def test_non_finite_results_are_recorded_as_failures():
     json.dumps(strategy.state_dict(), allow_nan=False)
     assert [r.failure for r in (strategy._results[i] for i in range(3))] == ["non-finite fitness", None, "no fitness"]
     assert strategy.best(None) == [(b, Result(fitness=0.5, objectives={"params": 3.0}))]
+
+
+def test_state_dict_converts_each_row_once_and_stays_exact():
+    """A big search saves its state after every result: the archive's rows are converted once and reused, and
+    each state still equals a freshly built one (and an earlier state is not changed by later ones)."""
+    strategy = RegularizedEvolution(get_space("chain"), seed=5, population=4, sample_size=2, max_evaluations=30)
+    states = []
+    while not strategy.done:
+        asked = strategy.ask(3)
+        for c in asked[:2]:  # one of each three stays pending across a save
+            strategy.tell(c.id, evaluate(c))
+        states.append((json.dumps(strategy.state_dict()), strategy.state_dict()))
+        for c in asked[2:]:
+            strategy.tell(c.id, evaluate(c))
+    for frozen, live in states:
+        assert json.dumps(live) == frozen, "a later save changed an earlier state"
+    final = strategy.state_dict()
+    assert final["candidates"][0] is states[0][1]["candidates"][0], "rows are converted again at each save"
+    rebuilt = strategy_from_state(get_space("chain"), json.loads(json.dumps(final)))
+    assert json.dumps(rebuilt.state_dict()) == json.dumps(final)
+    assert len(final["candidates"]) == 30 and len(final["results"]) == 30
