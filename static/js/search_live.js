@@ -320,6 +320,37 @@
     form.addEventListener("submit", (e) => { e.preventDefault(); loadTable(); });
   }
 
+  // The best-k zip can take seconds (each architecture's first ONNX export): fetch it with the button saying so,
+  // then save it; an error is shown, not a blank tab. A plain link still works without JavaScript.
+  function slowDownloads() {
+    const button = document.getElementById("download-best");
+    if (!button) return;
+    button.addEventListener("click", async (e) => {
+      e.preventDefault();
+      if (button.dataset.busy) return;
+      const label = button.textContent;
+      button.dataset.busy = "1";
+      button.textContent = "Preparing zip… (ONNX export)";
+      try {
+        const response = await fetch(button.href);
+        if (!response.ok) throw new Error((await response.text()) || "HTTP " + response.status);
+        const match = /filename="?([^";]+)"?/.exec(response.headers.get("Content-Disposition") || "");
+        const link = document.createElement("a");
+        link.href = URL.createObjectURL(await response.blob());
+        link.download = match ? match[1] : "best.zip";
+        document.body.appendChild(link);
+        link.click();
+        setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 60000);
+        button.textContent = label;
+      } catch (error) {
+        button.textContent = label;
+        setText("live-state", "download failed: " + error.message);
+      } finally {
+        delete button.dataset.busy;
+      }
+    });
+  }
+
   // For tests and curious users: window.nasLive.drop(ms) closes the socket as a network failure would, and
   // stays offline for ms milliseconds (events published meanwhile are caught up after the reconnect).
   window.nasLive = {
@@ -343,6 +374,7 @@
   setInterval(drawRunning, 1000);
 
   tableEvents();
+  slowDownloads();
   loadTable();
   loadSnapshot().then(connect).catch((error) => setText("live-state", "could not load: " + error.message));
 })();

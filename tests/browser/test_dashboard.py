@@ -149,6 +149,8 @@ def test_create_launch_watch_stop_resume_clone_download(page, web, stack, django
     with page.expect_download(timeout=120_000) as download:
         page.click("#download-best", timeout=120_000)
     archive = zipfile.ZipFile(download.value.path())
+    assert download.value.suggested_filename.endswith(".zip"), download.value.suggested_filename
+    wait_until(lambda: page.locator("#download-best").inner_text() == "Best 5 (zip)", 5, message="button label back")
     assert "rank01_" in archive.namelist()[0] and any(n.endswith("genome.json") for n in archive.namelist())
     check_sources_build(archive, tmp_path)
 
