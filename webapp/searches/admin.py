@@ -1,7 +1,7 @@
 """Django admin for every model of the engine: read mostly (the engine writes individuals and events)."""
 from django.contrib import admin
 
-from webapp.searches.models import Event, Individual, Search, Worker
+from webapp.searches.models import ArchiveRow, Event, Individual, Search, Worker
 
 
 @admin.register(Search)
@@ -27,6 +27,21 @@ class EventAdmin(admin.ModelAdmin):
     list_display = ("id", "search", "seq", "type", "time")
     list_filter = ("type",)
     raw_id_fields = ("search",)
+
+
+@admin.register(ArchiveRow)
+class ArchiveRowAdmin(admin.ModelAdmin):
+    """The strategies' archives: written by the control loop only, so read-only here."""
+
+    list_display = ("id", "search", "kind", "index")
+    list_filter = ("kind",)
+    raw_id_fields = ("search",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Worker)

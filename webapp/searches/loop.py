@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
-from nas.strategies import get_strategy, strategy_from_state
-from webapp.searches import accounting, broadcast, lease, packets, recording, transport
+from nas.strategies import get_strategy
+from webapp.searches import accounting, broadcast, lease, packets, recording, strategy_store, transport
 from webapp.searches.models import Individual, Search
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class SearchLoop:
         config = self.search.config
         self.space = space_from_config(config["space"])
         if self.search.strategy_state:
-            self.strategy = strategy_from_state(self.space, self.search.strategy_state)
+            self.strategy = strategy_store.load(self.search, self.space)
         else:
             strategy = config["strategy"]
             self.strategy = get_strategy(strategy["name"], self.space, strategy["seed"], **strategy["params"])
@@ -127,7 +127,7 @@ class SearchLoop:
         return len(messages)
 
     def _save_progress(self, search: Search, events: list) -> None:
-        search.strategy_state = self.strategy.state_dict()
+        strategy_store.save(search, self.strategy)
         best = self.strategy.best(5)
         numbers = [candidate.id for candidate, _ in best]
         search.best = list(
@@ -206,7 +206,7 @@ class SearchLoop:
         with transaction.atomic():
             search = Search.objects.select_for_update().get(pk=self.search_id)
             individuals = recording.create_individuals(search, self.space, candidates)
-            search.strategy_state = self.strategy.state_dict()
+            strategy_store.save(search, self.strategy)
             search.save(update_fields=["strategy_state"])
             broadcast.notify_many(
                 self.search_id, [("individual.created", recording.individual_event(i)) for i in individuals]

@@ -24,7 +24,8 @@ class Search(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
     status_reason = models.TextField(blank=True, help_text="Why the search stopped or failed, in words.")
     strategy_state = models.JSONField(
-        null=True, blank=True, help_text="The strategy's state_dict(), saved after every tell: the search resumes from it."
+        null=True, blank=True, help_text="The strategy's state_dict() but its archive (in ArchiveRow), saved after "
+        "every ask and tell: the search resumes from it."
     )
     lease_owner = models.CharField(max_length=200, blank=True, help_text="The control loop holding the search.")
     lease_expires = models.DateTimeField(null=True, blank=True, help_text="The lease is free after this time.")
@@ -106,6 +107,29 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} #{self.seq} of search {self.search_id}"
+
+
+class ArchiveRow(models.Model):
+    """One row of a strategy's archive (a candidate asked, or a result told), as its ``state_dict()`` wrote it.
+
+    The archive only grows, so it is stored a row at a time: saving the state after a result writes that
+    result's row, not the whole archive again (see ``strategy_store``)."""
+
+    class Kind(models.TextChoices):
+        CANDIDATE = "c", "candidate"
+        RESULT = "r", "result"
+
+    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="archive_rows")
+    kind = models.CharField(max_length=1, choices=Kind.choices)
+    index = models.PositiveIntegerField(help_text="Its place in the state's list of candidates or of results.")
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["search", "kind", "index"]
+        constraints = [models.UniqueConstraint(fields=["search", "kind", "index"], name="unique_archive_row")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} row {self.index} of search {self.search_id}"
 
 
 class Worker(models.Model):
