@@ -12,7 +12,7 @@ import gc
 import math
 import os
 import time
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -50,7 +50,8 @@ def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) ->
 
 
 def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, fault: str | None,
-         export_to: str | os.PathLike | None, report: dict[str, Any], held: dict[str, Any]) -> None:
+         export_to: str | os.PathLike | None, weights_to: BinaryIO | None, report: dict[str, Any],
+         held: dict[str, Any]) -> None:
     """Build, train, validate and measure, filling ``report`` as it goes (so a failure keeps what was done);
     the model and optimizer live in ``held`` so the caller can free them after a failure."""
     started = time.perf_counter()
@@ -99,6 +100,15 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
     report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, resolved, budget.precision)
     report["timings"]["latency"] = time.perf_counter() - mark
     report["fitness"] = report["metrics"]["accuracy"]
+    if weights_to is not None:
+        from evaluators.export import save_weights
+
+        mark = time.perf_counter()
+        try:
+            save_weights(model.state_dict(), weights_to)
+        except Exception as error:  # as with exports: the evaluation succeeded, the weights are not there
+            report["metrics"]["weights_error"] = f"{type(error).__name__}: {error}"
+        report["timings"]["weights"] = time.perf_counter() - mark
     if export_to is not None:
         from evaluators.export import export_files
 
@@ -111,13 +121,16 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
 
 
 def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str, device: str, *,
-             fault: str | None = None, export_to: str | os.PathLike | None = None) -> dict[str, Any]:
+             fault: str | None = None, export_to: str | os.PathLike | None = None,
+             weights_to: BinaryIO | None = None) -> dict[str, Any]:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
     budget (a ``TrainingBudget`` dict) on ``device``, and return its JSON-ready result; never raises.
 
     ``fault`` is a test hook passed to :func:`evaluators.training.train_one_epoch` (``"oom"`` or ``"nan"``).
     ``export_to``: a folder that receives the trained architecture's exports (``evaluators.export.export_files``:
     genome, standalone source, weights, ONNX); their paths are in the result's ``exported``.
+    ``weights_to``: a binary file that receives the trained weights (``evaluators.export.save_weights``) when
+    the evaluation succeeds; left untouched otherwise.
     """
     started = time.perf_counter()
     report: dict[str, Any] = {"device": str(device), "fitness": None, "metrics": {}, "curve": [],
@@ -125,7 +138,7 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     held: dict[str, Any] = {}
     failure: tuple[str, str] | None = None
     try:
-        _run(genome, space, training, dataset, device, fault, export_to, report, held)
+        _run(genome, space, training, dataset, device, fault, export_to, weights_to, report, held)
     except Invalid as error:
         failure = ("invalid", str(error))
     except Diverged as error:

@@ -11,7 +11,7 @@ import ast
 import json
 import pprint
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evaluators.builders import architecture, as_space
 from evaluators.builders import describe as describe_architecture
@@ -68,15 +68,16 @@ def standalone_source(genome: Any, space: Any, dataset: str) -> str:
     return "\n".join(parts)
 
 
-def save_weights(state_dict: dict[str, Any], path: Path) -> Path:
-    """Tensors only (``torch.save`` of a flat dict of CPU tensors), so ``torch.load(weights_only=True)`` reads it."""
+def save_weights(state_dict: dict[str, Any], path: Path | BinaryIO) -> Path | BinaryIO:
+    """Tensors only (``torch.save`` of a flat dict of CPU tensors, to a path or a binary file), so
+    ``torch.load(weights_only=True)`` reads it."""
     import torch
 
     torch.save({key: value.detach().cpu() for key, value in state_dict.items()}, path)
     return path
 
 
-def load_weights(path: Path) -> dict[str, Any]:
+def load_weights(path: Path | BinaryIO) -> dict[str, Any]:
     """A state_dict saved by :func:`save_weights`, loaded without unpickling code."""
     import torch
 

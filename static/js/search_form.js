@@ -1,5 +1,6 @@
-// The create form: show only the parameters of the chosen strategy, and the simulated duration only for
-// simulated evaluations (hidden fields are still submitted; the server ignores those that do not apply).
+// The create form: show only the parameters of the chosen strategy, the simulated duration only for simulated
+// evaluations and the weights kept only for trained ones (hidden fields are still submitted; the server ignores
+// those that do not apply).
 (function () {
   "use strict";
   const form = document.getElementById("search-form");
@@ -14,6 +15,8 @@
     }
     const duration = document.getElementById("row-sim_duration");
     if (duration) duration.hidden = evaluation.value !== "simulated";
+    const weights = document.getElementById("row-keep_weights");
+    if (weights) weights.hidden = evaluation.value !== "train";
   }
 
   strategy.addEventListener("change", update);

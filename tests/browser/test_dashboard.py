@@ -199,7 +199,7 @@ def test_a_real_digits_search_from_the_form_defaults(page, web, stack, django_us
     page.click("button[name=launch]")
     page.wait_for_url("**/searches/*/")
     search = Search.objects.get(name="real digits")
-    assert search.config["evaluation"] == {"mode": "train"}
+    assert search.config["evaluation"] == {"mode": "train", "keep_weights": 5}
     engine_runs(search, 1, timeout=90)
     page.wait_for_function("() => Number(document.getElementById('search-page').dataset.points) >= 1", timeout=90_000)
     wait_until(lambda: status(page) == "finished", 120, message="finished")
@@ -210,6 +210,7 @@ def test_a_real_digits_search_from_the_form_defaults(page, web, stack, django_us
     page.goto(f"{web}/searches/{search.pk}/individuals/{best.number}/")
     page.wait_for_function("() => document.getElementById('chart-curve').data.length > 0")
     assert "conv" in page.locator("#diagram").inner_text()
+    assert "trained weights" in page.locator("a[href$='.zip']").inner_text()
     # The best two through the browser's own session (the button, k=5, is clicked in the test above).
     response = page.request.get(f"{web}/searches/{search.pk}/download/best.zip?k=2", timeout=120_000)
     assert response.ok and response.headers["content-type"] == "application/zip"
@@ -217,3 +218,24 @@ def test_a_real_digits_search_from_the_form_defaults(page, web, stack, django_us
     names = archive.namelist()
     assert any(n.endswith("model.onnx") for n in names), names
     check_sources_build(archive, tmp_path)
+    check_trained_model(archive, f"rank01_n{best.number}", best.fitness, search.config["training"]["seed"], tmp_path)
+
+
+def check_trained_model(archive: zipfile.ZipFile, prefix: str, accuracy: float, seed: int, folder: Path) -> None:
+    """The zip's model.py with its weights.pt scores the search's validation accuracy: the download is the very
+    network the worker trained."""
+    import torch
+
+    from evaluators.datasets import load_dataset
+
+    path = folder / f"{prefix}_model.py"
+    path.write_bytes(archive.read(f"{prefix}/model.py"))
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    model = namespace["build"]()
+    model.load_state_dict(torch.load(io.BytesIO(archive.read(f"{prefix}/weights.pt")), weights_only=True))
+    model.eval()
+    data = load_dataset("digits", "cpu", seed)
+    with torch.no_grad():
+        predicted = model(data.val_x).argmax(1)
+    assert int((predicted == data.val_y).sum()) / len(data.val_y) == pytest.approx(accuracy, abs=1e-12)

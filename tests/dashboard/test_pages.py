@@ -58,6 +58,16 @@ def test_individual_page_shows_lineage_metrics_and_diagram(owner_client, search)
     assert "mutation" in html and "accuracy" in html and 'id="diagram"' in html and "conv " in html
     failed = owner_client.get(reverse("individual-detail", args=[search.pk, 3])).content.decode()
     assert "oom: simulated out of memory" in failed
+    assert "PyTorch source, ONNX" in html  # no weights kept for it
+
+
+def test_individual_page_says_when_its_trained_weights_are_kept(owner_client, search):
+    from webapp.searches.models import Individual, Weights
+
+    Weights.objects.create(individual=Individual.objects.get(search=search, number=4), data=b"w", nbytes=1,
+                           sha256="0" * 64)
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert "genome, PyTorch source, trained weights, ONNX" in html
 
 
 def test_the_form_defaults_are_a_short_real_digits_search():
@@ -65,8 +75,10 @@ def test_the_form_defaults_are_a_short_real_digits_search():
     assert form.is_valid(), form.errors
     config = form.config
     assert config == check_config(config)
-    assert config["dataset"] == "digits" and config["evaluation"] == {"mode": "train"}
+    assert config["dataset"] == "digits" and config["evaluation"] == {"mode": "train", "keep_weights": 5}
     assert config["strategy"]["params"]["max_evaluations"] <= 30 and config["training"]["epochs"] <= 3
+    no_weights = SearchForm(data={**DEFAULTS, "keep_weights": "0"})
+    assert no_weights.is_valid() and no_weights.config["evaluation"]["keep_weights"] == 0
 
 
 def test_create_then_launch_from_the_form(owner_client):
@@ -79,11 +91,12 @@ def test_create_then_launch_from_the_form(owner_client):
 
 def test_every_invalid_value_gets_its_own_error_and_nothing_is_saved(owner_client):
     bad = {**DEFAULTS, "population": "1", "epochs": "0", "learning_rate": "-1", "pool": "no spaces",
-           "batch_size": "abc", "seed": "-3", "dataset": "imagenet", "name": ""}
+           "batch_size": "abc", "seed": "-3", "dataset": "imagenet", "name": "", "keep_weights": "-1"}
     response = owner_client.post(reverse("search-create"), bad)
     assert response.status_code == 400
     html = response.content.decode()
-    for field in ("population", "epochs", "learning_rate", "pool", "batch_size", "seed", "dataset", "name"):
+    for field in ("population", "epochs", "learning_rate", "pool", "batch_size", "seed", "dataset", "name",
+                  "keep_weights"):
         assert f'id="error-{field}"' in html, field
     assert Search.objects.count() == 0
 

@@ -12,7 +12,7 @@ def test_an_empty_configuration_is_a_complete_default_search():
     assert config["dataset"] == "digits" and config["pool"] == "eval"
     assert config["training"] == {"epochs": 3, "batch_size": 64, "learning_rate": 1e-3, "weight_decay": 0.0,
                                   "max_seconds": None, "seed": 0, "optimizer": "adam", "precision": "fp32"}
-    assert config["evaluation"] == {"mode": "train"}
+    assert config["evaluation"] == {"mode": "train", "keep_weights": 5}
     assert check_config(config) == config  # checking twice changes nothing
 
 
@@ -41,6 +41,9 @@ def test_a_partial_section_keeps_the_defaults_of_the_rest():
     ({"training": {"precision": "fp8"}}, "training.precision"),
     ({"training": {"momentum": 0.9}}, "training.momentum"),
     ({"evaluation": {"mode": "guess"}}, "evaluation.mode"),
+    ({"evaluation": {"mode": "train", "keep_weights": -1}}, "evaluation.keep_weights"),
+    ({"evaluation": {"mode": "train", "keep_weights": 2.5}}, "evaluation.keep_weights"),
+    ({"evaluation": {"mode": "train", "duration": 3}}, "evaluation.duration"),
     ({"evaluation": {"mode": "simulated", "duration": -1}}, "evaluation.duration"),
     ({"evaluation": {"mode": "simulated", "faults": {"kill": "all"}}}, "evaluation.faults"),
     ({"pool": "eval queue!"}, "pool"),

@@ -1,11 +1,14 @@
-"""A real search: PyTorch trains every architecture on the digits data in two CPU evaluation workers."""
+"""A real search: PyTorch trains every architecture on the digits data in two CPU evaluation workers, and the
+trained weights of the best three are kept."""
 from __future__ import annotations
+
+import io
 
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, finished, launched
-from webapp.searches import accounting
-from webapp.searches.models import Individual, Search
+from webapp.searches import accounting, queries, transport, weights
+from webapp.searches.models import Individual, Search, Weights
 
 pytestmark = pytest.mark.integration
 
@@ -15,11 +18,15 @@ CONFIG = {
                  "params": {"population": 8, "sample_size": 3, "max_evaluations": 30}},
     "dataset": "digits",
     "training": {"epochs": 2, "batch_size": 64, "learning_rate": 0.003},
-    "evaluation": {"mode": "train"},
+    "evaluation": {"mode": "train", "keep_weights": 3},
 }
 
 
 def test_a_regularized_search_trains_30_networks_on_two_cpu_workers(stack):
+    from evaluators.blocks import Net
+    from evaluators.builders import architecture, as_space
+    from evaluators.export import load_weights
+
     stack.evaluator("alpha", OMP_NUM_THREADS="1")
     stack.evaluator("beta", OMP_NUM_THREADS="1")
     stack.control()
@@ -32,6 +39,14 @@ def test_a_regularized_search_trains_30_networks_on_two_cpu_workers(stack):
     best = Individual.objects.get(pk=search.best[0])
     assert best.fitness == max(accuracies) == search.best_fitness
     assert best.metrics["params"] > 0 and best.metrics["flops"] > 0 and len(best.curve) == 2
+    # The trained weights of the three best (by fitness, as the downloads rank them) are kept, no others,
+    # and none is left waiting in Redis.
+    top3 = queries.best_individuals(search, 3)
+    assert set(Weights.objects.filter(individual__search=search).values_list("individual_id", flat=True)) == {
+        i.pk for i in top3}
+    assert not list(transport.client().scan_iter(match=f"nas:weights:{search.pk}:*"))
+    state = load_weights(io.BytesIO(weights.of(top3[0])))
+    Net(architecture(top3[0].genome, as_space(search.config["space"]), "digits")).load_state_dict(state)
     summary = accounting.summary(search.stats)
     counts = {node["node"]: node["count"] for node in summary["nodes"]}
     assert sum(counts.values()) == 30 and min(counts.values()) >= 8, counts

@@ -144,3 +144,24 @@ def test_real_cpu_out_of_memory_under_a_memory_cap():
     assert report["big"][:2] == ["failed", "oom"], report
     assert "allocate" in report["big"][2]
     assert report["after"][0] == "ok" and report["after"][1] > 0.15
+
+
+def test_trained_weights_go_to_weights_to_and_load_into_the_architecture():
+    import io
+
+    import torch
+
+    from evaluators.blocks import Net
+    from evaluators.builders import architecture, as_space
+    from evaluators.export import load_weights
+
+    out = io.BytesIO()
+    result = evaluate(GENOME, SPACE, {**TRAINING, "epochs": 1}, "digits", "cpu", weights_to=out)
+    assert result["status"] == "ok" and "weights" in result["timings"] and out.tell() > 0
+    state = load_weights(io.BytesIO(out.getvalue()))
+    model = Net(architecture(GENOME, as_space(SPACE), "digits"))
+    model.load_state_dict(state)  # strict: every key and shape matches
+    assert all(isinstance(value, torch.Tensor) and value.device.type == "cpu" for value in state.values())
+    failed = io.BytesIO()
+    assert evaluate(GENOME, SPACE, TRAINING, "nope", "cpu", weights_to=failed)["status"] == "failed"
+    assert failed.tell() == 0  # nothing written for a failed evaluation

@@ -8,7 +8,8 @@ from django import forms
 
 from nas.spaces import SPACES
 from nas.strategies import STRATEGIES
-from webapp.searches.config import DATASETS, OPTIMIZERS, POOL, TRAINING_FIELDS, ConfigError, check_config
+from webapp.searches.config import (DATASETS, OPTIMIZERS, POOL, TRAINED_FIELDS, TRAINING_FIELDS, ConfigError,
+                                    check_config)
 
 #: Defaults that finish a search in about two minutes on a laptop CPU with ``digits``.
 DEFAULTS: dict[str, Any] = {
@@ -16,6 +17,7 @@ DEFAULTS: dict[str, Any] = {
     "generations": 3, "max_evaluations": 24, "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1,
     "objectives": "accuracy:max, params:min", "seed": 0, "dataset": "digits", "epochs": 3, "batch_size": 64,
     "learning_rate": 0.001, "optimizer": "adam", "pool": "eval", "evaluation": "train", "sim_duration": 1.0,
+    "keep_weights": TRAINED_FIELDS["keep_weights"][0],
 }
 #: The strategy parameters the form offers, with their labels.
 STRATEGY_PARAMS = {
@@ -73,6 +75,11 @@ class SearchForm(forms.Form):
                             error_messages={"invalid": "Letters, digits, '.', '_' or '-' only."})
     evaluation = forms.ChoiceField(choices=[("train", "train (real PyTorch training)"),
                                             ("simulated", "simulated (no training; for trials)")])
+    keep_weights = forms.IntegerField(
+        label="Keep the trained weights of the best", min_value=TRAINED_FIELDS["keep_weights"][2],
+        max_value=TRAINED_FIELDS["keep_weights"][3], required=False,
+        help_text="How many of the best individuals keep their trained weights (in the downloads); 0: none. "
+                  "Trained evaluations only.", widget=forms.NumberInput(attrs={"step": "1"}))
     sim_duration = forms.FloatField(label="Simulated seconds per evaluation", required=False, min_value=0,
                                     max_value=86400, widget=forms.NumberInput(attrs={"step": "any"}))
 
@@ -82,7 +89,7 @@ class SearchForm(forms.Form):
         for name, label in STRATEGY_PARAMS.items():
             self.fields[name] = _param_field(name, label)
         order = ["name", "space", "strategy", *STRATEGY_PARAMS, "seed", "dataset", "epochs", "batch_size",
-                 "learning_rate", "optimizer", "pool", "evaluation", "sim_duration"]
+                 "learning_rate", "optimizer", "pool", "evaluation", "keep_weights", "sim_duration"]
         self.order_fields(order)
         self.config: dict[str, Any] | None = None
 
@@ -112,7 +119,8 @@ class SearchForm(forms.Form):
         for name in optional & accepted:  # a blank optional field means "no limit", not the default
             if data.get(name) is None and name in self.data and name != "objectives":
                 params[name] = None
-        evaluation = {"mode": "train"}
+        keep = data.get("keep_weights")
+        evaluation = {"mode": "train", "keep_weights": DEFAULTS["keep_weights"] if keep is None else keep}
         if data["evaluation"] == "simulated":
             evaluation = {"mode": "simulated", "duration": data.get("sim_duration") or DEFAULTS["sim_duration"]}
         return {
@@ -139,7 +147,7 @@ class SearchForm(forms.Form):
 def field_for(dotted: str, fields) -> str | None:
     """The form field a ``ConfigError``'s dotted field names (``strategy.params.population`` -> population)."""
     special = {"strategy.name": "strategy", "strategy.seed": "seed", "evaluation.duration": "sim_duration",
-               "evaluation.mode": "evaluation"}
+               "evaluation.mode": "evaluation", "evaluation.keep_weights": "keep_weights"}
     if dotted in special:
         return special[dotted]
     last = dotted.rsplit(".", 1)[-1]

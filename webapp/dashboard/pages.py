@@ -100,7 +100,7 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "timings": sorted(((individual.metrics or {}).get("timings") or {}).items()),
         "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
         "curve_figure": charts.learning_curve(individual.curve) if individual.curve else None,
-        "has_source": exports.standalone_source_available(),
+        "zip_contents": exports.zip_contents(individual),
     })
 
 

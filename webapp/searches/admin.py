@@ -1,7 +1,7 @@
 """Django admin for every model of the engine: read mostly (the engine writes individuals and events)."""
 from django.contrib import admin
 
-from webapp.searches.models import ArchiveRow, Event, Individual, Search, Worker
+from webapp.searches.models import ArchiveRow, Event, Individual, Search, Weights, Worker
 
 
 @admin.register(Search)
@@ -29,19 +29,32 @@ class EventAdmin(admin.ModelAdmin):
     raw_id_fields = ("search",)
 
 
-@admin.register(ArchiveRow)
-class ArchiveRowAdmin(admin.ModelAdmin):
-    """The strategies' archives: written by the control loop only, so read-only here."""
-
-    list_display = ("id", "search", "kind", "index")
-    list_filter = ("kind",)
-    raw_id_fields = ("search",)
+class WrittenByTheLoop(admin.ModelAdmin):
+    """Rows only the control loop writes: shown, never added or changed here."""
 
     def has_add_permission(self, request) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(ArchiveRow)
+class ArchiveRowAdmin(WrittenByTheLoop):
+    """The strategies' archives."""
+
+    list_display = ("id", "search", "kind", "index")
+    list_filter = ("kind",)
+    raw_id_fields = ("search",)
+
+
+@admin.register(Weights)
+class WeightsAdmin(WrittenByTheLoop):
+    """The trained weights kept for the best individuals (the bytes are never shown)."""
+
+    list_display = ("id", "individual", "nbytes", "sha256", "created")
+    raw_id_fields = ("individual",)
+    exclude = ("data",)
 
 
 @admin.register(Worker)

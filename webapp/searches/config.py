@@ -5,7 +5,7 @@
  "strategy": {"name": "regularized", "seed": 0, "params": {"population": 10, "max_evaluations": 30}},
  "dataset": "digits",                                    # digits | cifar10 | fashion_mnist | synthetic
  "training": {"epochs": 3, "batch_size": 64, ...},       # evaluators' TrainingBudget fields
- "evaluation": {"mode": "train"},                        # or {"mode": "simulated", "duration": 1.0, ...}
+ "evaluation": {"mode": "train", "keep_weights": 5},     # or {"mode": "simulated", "duration": 1.0, ...}
  "pool": "eval"}                                         # the worker queue that evaluates it
 ```
 Every error names the field, the value and what is allowed. No torch here: the web server and the control
@@ -36,6 +36,10 @@ TRAINING_FIELDS: dict[str, tuple[Any, type, float | None, float | None]] = {
     "seed": (0, int, 0, None),
 }
 #: Simulated evaluation (no training): its duration per individual and the faults it can inject (tests).
+#: A trained evaluation: the trained weights of this many best individuals are kept (0: none).
+TRAINED_FIELDS: dict[str, tuple[Any, type, float | None, float | None]] = {
+    "keep_weights": (5, int, 0, 100),
+}
 SIMULATED_FIELDS: dict[str, tuple[Any, type, float | None, float | None]] = {
     "duration": (1.0, float, 0.0, 86400.0),
     "sigma": (0.5, float, 0.0, 10.0),
@@ -101,9 +105,7 @@ def check_evaluation(data: Any) -> dict[str, Any]:
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        if set(data) - {"mode"}:
-            raise ConfigError("evaluation", "a trained evaluation takes no other field than mode")
-        return {"mode": mode}
+        return {"mode": mode, **_fields("evaluation", {k: v for k, v in data.items() if k != "mode"}, TRAINED_FIELDS)}
     rest = {k: v for k, v in data.items() if k not in ("mode", "distribution", "faults")}
     checked = {"mode": mode, **_fields("evaluation", rest, SIMULATED_FIELDS)}
     checked["distribution"] = _choice("evaluation.distribution", data.get("distribution", "fixed"), DISTRIBUTIONS)

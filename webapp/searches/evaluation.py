@@ -10,6 +10,7 @@ Rules (DESIGN.md, "Nothing is lost"):
 """
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -61,7 +62,17 @@ def run_evaluator(individual: dict[str, Any]) -> dict[str, Any]:
     from evaluators.evaluate import evaluate
 
     device = slots.identity().device
-    return evaluate(individual["genome"], individual["space"], individual["training"], individual["dataset"], device)
+    weights = io.BytesIO() if evaluation.get("keep_weights") else None
+    result = evaluate(individual["genome"], individual["space"], individual["training"], individual["dataset"], device,
+                      weights_to=weights)
+    if weights is not None and result["status"] == "ok" and weights.tell():
+        try:  # before the result is pushed, so the loop finds them when it records it
+            transport.put_weights(individual["search"], individual["individual"], weights.getvalue())
+            result["weights_bytes"] = weights.tell()
+        except Exception as error:  # the result counts without its weights
+            log.warning("weights of individual %s not stored: %s", individual["individual"], error)
+            result["metrics"]["weights_error"] = f"{type(error).__name__}: {error}"
+    return result
 
 
 def _failed(reason: str, message: str) -> dict[str, Any]:

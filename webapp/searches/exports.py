@@ -4,14 +4,16 @@
 - :func:`individuals_csv`: one row per individual, a stable header in the spirit of optuna-dashboard's export
   (``number, state, fitness, genome_*, metric_*, timing_*`` then where and when it ran, and its parents).
 - :func:`events_jsonl`: the search's event log, one JSON object per line.
-- :func:`best_zip`: the best k architectures, each as genome JSON, standalone PyTorch source and ONNX (the
-  latter two from ``evaluators.export`` when it is installed; weights are not kept by the workers).
+- :func:`best_zip`: the best k architectures, each as genome JSON, standalone PyTorch source, trained weights
+  where kept (``evaluation.keep_weights``, see ``webapp.searches.weights``) and ONNX (with those weights); all
+  but the genome from ``evaluators.export`` when it is installed.
 """
 from __future__ import annotations
 
 import csv
 import datetime as dt
 import hashlib
+import io
 import json
 import logging
 import shutil
@@ -23,8 +25,8 @@ from typing import Any, BinaryIO, TextIO
 from django.conf import settings
 
 from nas.spaces import space_from_config
-from webapp.searches import queries
-from webapp.searches.models import Event, Individual, Search
+from webapp.searches import queries, weights
+from webapp.searches.models import Event, Individual, Search, Weights
 
 log = logging.getLogger(__name__)
 
@@ -133,21 +135,24 @@ def standalone_source(search: Search, individual: Individual) -> str | None:
 
 
 def _exported_files(search: Search, individual: Individual, folder: Path) -> list[Path]:
-    """``evaluators.export.export_files`` (genome, source, ONNX) when installed; ``[]`` otherwise or on failure.
+    """``evaluators.export.export_files`` (genome, source, kept weights, ONNX) when installed; ``[]`` otherwise
+    or on failure.
 
     The files are kept under ``STATE_DIR/exports``, named by a hash of what they are made from (space, dataset,
-    genome): the ONNX export takes seconds per architecture, so only the first download of one pays for it.
-    ``folder`` is where a failed export's ``EXPORT_ERROR.txt`` goes."""
+    genome, weights): the ONNX export takes seconds per architecture, so only the first download of one pays
+    for it. ``folder`` is where a failed export's ``EXPORT_ERROR.txt`` goes."""
     try:
-        from evaluators.export import export_files
+        from evaluators.export import export_files, load_weights
     except ImportError:
         return []
-    cached = _export_cache(search, individual)
+    trained = weights.of(individual)
+    cached = _export_cache(search, individual, trained)
     if (cached / DONE).is_file():
         return sorted(p for p in cached.iterdir() if p.name != DONE)
     scratch = Path(tempfile.mkdtemp(prefix=f".{cached.name}-", dir=_mkdir(cached.parent)))
     try:
-        export_files(individual.genome, search.config["space"], search.config["dataset"], scratch)
+        state = None if trained is None else load_weights(io.BytesIO(trained))
+        export_files(individual.genome, search.config["space"], search.config["dataset"], scratch, state)
         (scratch / DONE).write_text("")
         try:
             scratch.rename(cached)
@@ -162,9 +167,9 @@ def _exported_files(search: Search, individual: Individual, folder: Path) -> lis
     return sorted(p for p in cached.iterdir() if p.name != DONE)
 
 
-def _export_cache(search: Search, individual: Individual) -> Path:
-    made_of = json.dumps([EXPORT_FORMAT, search.config["space"], search.config["dataset"], individual.genome],
-                         sort_keys=True)
+def _export_cache(search: Search, individual: Individual, trained: bytes | None) -> Path:
+    made_of = json.dumps([EXPORT_FORMAT, search.config["space"], search.config["dataset"], individual.genome,
+                          None if trained is None else hashlib.sha256(trained).hexdigest()], sort_keys=True)
     return settings.STATE_DIR / "exports" / hashlib.sha256(made_of.encode()).hexdigest()[:32]
 
 
@@ -174,8 +179,9 @@ def _mkdir(path: Path) -> Path:
 
 
 def best_zip(search: Search, k: int, out: BinaryIO) -> list[str]:
-    """Write a zip of the ``k`` best architectures to ``out``: ``rank01_n<number>/genome.json``, ``model.py``
-    and ``model.onnx`` (the last two when ``evaluators.export`` is installed), plus ``README.txt``.
+    """Write a zip of the ``k`` best architectures to ``out``: ``rank01_n<number>/genome.json``, ``model.py``,
+    ``weights.pt`` where kept and ``model.onnx`` (all but the first when ``evaluators.export`` is installed),
+    plus ``README.txt``.
     Returns the names written."""
     best = queries.best_individuals(search, k)
     names: list[str] = []
@@ -216,8 +222,17 @@ def standalone_source_available() -> bool:
     return True
 
 
+def zip_contents(individual: Individual) -> list[str]:
+    """What an architecture's zip holds, in words (the individual page's download button says it)."""
+    if not standalone_source_available():
+        return ["genome"]
+    kept = Weights.objects.filter(individual=individual).exists()
+    return ["genome", "PyTorch source", *(["trained weights"] if kept else []), "ONNX"]
+
+
 def individual_zip(search: Search, individual: Individual, out: BinaryIO) -> list[str]:
-    """One architecture as a zip: genome.json, model.py and model.onnx (the last two when exportable)."""
+    """One architecture as a zip: genome.json, model.py, weights.pt where kept and model.onnx (all but the
+    first when exportable)."""
     names = []
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive, \
             tempfile.TemporaryDirectory() as scratch:

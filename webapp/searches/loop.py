@@ -20,7 +20,7 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.searches import accounting, broadcast, lease, packets, recording, strategy_store, transport
+from webapp.searches import accounting, broadcast, lease, packets, recording, strategy_store, transport, weights
 from webapp.searches.models import Individual, Search
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class SearchLoop:
         self._renew(force=True)
         events: list[tuple[str, dict[str, Any]]] = []
         resend: list[Individual] = []
-        told = False
+        recorded: list[Individual] = []
         with transaction.atomic():
             search = Search.objects.select_for_update().get(pk=self.search_id)
             by_id = Individual.objects.in_bulk([m.get("individual") for m in messages if isinstance(m.get("individual"), int)])
@@ -111,28 +111,28 @@ class SearchLoop:
                     result = recording.record_result(search, individual, message, nbytes=len(json.dumps(message)))
                     if result is not None:
                         self.strategy.tell(individual.number, result)
-                        told = True
+                        recorded.append(individual)
                         events.append(("individual.finished", recording.individual_event(individual)))
                 elif kind == "skipped" and individual.status not in Individual.FINAL:
                     resend.append(individual)
-            if told:
-                self._save_progress(search, events)
+            if recorded:
+                self._save_progress(search, events, recorded)
             else:
                 search.save(update_fields=["stats"])
             broadcast.notify_many(self.search_id, events)
         self.search = search
         transport.ack_messages(self.search_id, len(messages))
+        weights.drop_waiting(search, messages)
         if resend and not transport.is_stopped(self.search_id):
             self._send(resend, resent=True)
         return len(messages)
 
-    def _save_progress(self, search: Search, events: list) -> None:
+    def _save_progress(self, search: Search, events: list, recorded: list[Individual] = ()) -> None:
         strategy_store.save(search, self.strategy)
-        best = self.strategy.best(5)
-        numbers = [candidate.id for candidate, _ in best]
-        search.best = list(
-            Individual.objects.filter(search_id=self.search_id, number__in=numbers).values_list("pk", flat=True)
-        )
+        weights.keep_best(search, list(recorded))
+        numbers = [candidate.id for candidate, _ in self.strategy.best(5)]
+        ids = dict(Individual.objects.filter(search_id=self.search_id, number__in=numbers).values_list("number", "pk"))
+        search.best = [ids[n] for n in numbers if n in ids]  # best first
         search.save(update_fields=["strategy_state", "stats", "best", "best_fitness", "evaluations_done"])
         events.append(("search.progress", self.progress(search)))
 

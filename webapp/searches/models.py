@@ -92,6 +92,22 @@ class Individual(models.Model):
         return f"#{self.number} of search {self.search_id} ({self.status})"
 
 
+class Weights(models.Model):
+    """The trained weights of one of a search's best individuals (``torch.save`` of a flat dict of CPU tensors).
+
+    Workers put every trained state in Redis for a while; the loop keeps the best ``keep_weights`` of them here
+    and deletes those that leave the best (``webapp.searches.weights``)."""
+
+    individual = models.OneToOneField(Individual, on_delete=models.CASCADE, related_name="weights")
+    data = models.BinaryField()
+    nbytes = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"weights of individual {self.individual_id} ({self.nbytes} bytes)"
+
+
 class Event(models.Model):
     """An append-only log per search; ``seq`` numbers them so a page can ask for what it missed."""
 

@@ -12,8 +12,9 @@ individuals) records what they report.
 | ``nas:done:<search>:<individual>`` | string | workers | a result was pushed: a redelivered task skips it |
 | ``nas:stop:<search>`` | string | the web / services | the search is stopped: queued tasks are skipped |
 | ``nas:slot:<node>:<device>:<slot>`` | string, TTL | each worker slot | the slot is alive (JSON: pool, slots, current) |
+| ``nas:weights:<search>:<individual>`` | bytes, TTL | the evaluating slot | trained weights, until the loop keeps or drops them |
 
-Messages are JSON (never pickle). The loop moves messages to its processing list with ``LMOVE`` and deletes
+Messages are JSON (never pickle); weights are ``torch.save`` bytes of tensors only, never unpickled as code. The loop moves messages to its processing list with ``LMOVE`` and deletes
 them only after the database transaction that records them committed, so a crash of the loop re-reads them;
 recording is idempotent.
 """
@@ -29,6 +30,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 KEEP = 7 * 24 * 3600  #: how long per-individual counters and markers live
+WEIGHTS_TTL = 6 * 3600  #: how long trained weights wait for the loop (it takes them within seconds when it runs)
 _clients: dict[str, redis.Redis] = {}
 
 
@@ -80,12 +82,21 @@ def slot_key(node: str, device: str, slot: int) -> str:
     return f"nas:slot:{node}:{device}:{slot}"
 
 
+def weights_key(search_id: int, individual_id: int) -> str:
+    return f"nas:weights:{search_id}:{individual_id}"
+
+
 # --- worker side --------------------------------------------------------------------------------------------
 
 
 def push(search_id: int, message: dict[str, Any]) -> None:
     """Report to the search's loop; retried by the client while Redis restarts."""
     client().rpush(results_key(search_id), json.dumps(message, allow_nan=False))
+
+
+def put_weights(search_id: int, individual_id: int, data: bytes) -> None:
+    """Leave an individual's trained weights for the loop (before its result is pushed)."""
+    client().set(weights_key(search_id, individual_id), data, ex=WEIGHTS_TTL)
 
 
 def count_start(search_id: int, individual_id: int) -> int:
@@ -178,6 +189,20 @@ def heartbeats(search_id: int, individual_ids: list[int]) -> dict[int, dict[str,
     return {i: (json.loads(v) if v else None) for i, v in zip(individual_ids, values)}
 
 
+def waiting_weights(search_id: int, individual_ids: list[int]) -> dict[int, bytes]:
+    """The trained weights waiting for these individuals (those that have some); they stay in Redis until
+    :func:`drop_weights`, so a loop that crashes before its transaction commits finds them again."""
+    if not individual_ids:
+        return {}
+    values = client().mget([weights_key(search_id, i) for i in individual_ids])
+    return {i: v for i, v in zip(individual_ids, values) if v is not None}
+
+
+def drop_weights(search_id: int, individual_ids: list[int]) -> None:
+    if individual_ids:
+        client().delete(*[weights_key(search_id, i) for i in individual_ids])
+
+
 def starts(search_id: int, individual_id: int) -> int:
     value = client().get(starts_key(search_id, individual_id))
     return int(value) if value else 0
@@ -200,7 +225,8 @@ def forget_search(search_id: int) -> None:
     """Remove a deleted search's lists and markers."""
     redis_ = client()
     redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id))
-    for pattern in (f"nas:hb:{search_id}:*", f"nas:starts:{search_id}:*", f"nas:done:{search_id}:*"):
+    for pattern in (f"nas:hb:{search_id}:*", f"nas:starts:{search_id}:*", f"nas:done:{search_id}:*",
+                    f"nas:weights:{search_id}:*"):
         keys = list(redis_.scan_iter(match=pattern, count=1000))
         if keys:
             redis_.delete(*keys)
