@@ -84,8 +84,9 @@ class Stack:
     def stop(self) -> None:
         for process in self.processes:
             process.stop(timeout=10)
-            # Shown by pytest only when the test failed.
-            print(f"----- {' '.join(process.process.args[2:])}\n" + "".join(process.lines[-80:]))
+            # Shown by pytest only when the test failed: enough to see a loop start (a failure's tracebacks
+            # at shutdown alone fill 80 lines).
+            print(f"----- {' '.join(process.process.args[2:])}\n" + "".join(process.lines[-400:]))
 
 
 @pytest.fixture
