@@ -119,8 +119,9 @@ class SearchForm(forms.Form):
         for name in optional & accepted:  # a blank optional field means "no limit", not the default
             if data.get(name) is None and name in self.data and name != "objectives":
                 params[name] = None
-        keep = data.get("keep_weights")
-        evaluation = {"mode": "train", "keep_weights": DEFAULTS["keep_weights"] if keep is None else keep}
+        evaluation = {"mode": "train"}
+        if data.get("keep_weights") is not None:  # blank: check_config's default
+            evaluation["keep_weights"] = data["keep_weights"]
         if data["evaluation"] == "simulated":
             evaluation = {"mode": "simulated", "duration": data.get("sim_duration") or DEFAULTS["sim_duration"]}
         return {

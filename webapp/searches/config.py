@@ -35,11 +35,11 @@ TRAINING_FIELDS: dict[str, tuple[Any, type, float | None, float | None]] = {
     "max_seconds": (None, float, 0.0, None),
     "seed": (0, int, 0, None),
 }
-#: Simulated evaluation (no training): its duration per individual and the faults it can inject (tests).
 #: A trained evaluation: the trained weights of this many best individuals are kept (0: none).
 TRAINED_FIELDS: dict[str, tuple[Any, type, float | None, float | None]] = {
     "keep_weights": (5, int, 0, 100),
 }
+#: Simulated evaluation (no training): its duration per individual and the faults it can inject (tests).
 SIMULATED_FIELDS: dict[str, tuple[Any, type, float | None, float | None]] = {
     "duration": (1.0, float, 0.0, 86400.0),
     "sigma": (0.5, float, 0.0, 10.0),
@@ -105,7 +105,7 @@ def check_evaluation(data: Any) -> dict[str, Any]:
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        return {"mode": mode, **_fields("evaluation", {k: v for k, v in data.items() if k != "mode"}, TRAINED_FIELDS)}
+        return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS, extra=("mode",))}
     rest = {k: v for k, v in data.items() if k not in ("mode", "distribution", "faults")}
     checked = {"mode": mode, **_fields("evaluation", rest, SIMULATED_FIELDS)}
     checked["distribution"] = _choice("evaluation.distribution", data.get("distribution", "fixed"), DISTRIBUTIONS)

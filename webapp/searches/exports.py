@@ -26,7 +26,7 @@ from django.conf import settings
 
 from nas.spaces import space_from_config
 from webapp.searches import queries, weights
-from webapp.searches.models import Event, Individual, Search, Weights
+from webapp.searches.models import Event, Individual, Search
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +145,13 @@ def _exported_files(search: Search, individual: Individual, folder: Path) -> lis
         from evaluators.export import export_files, load_weights
     except ImportError:
         return []
-    trained = weights.of(individual)
-    cached = _export_cache(search, individual, trained)
+    kept = weights.digest(individual)
+    cached = _export_cache(search, individual, kept)
     if (cached / DONE).is_file():
         return sorted(p for p in cached.iterdir() if p.name != DONE)
     scratch = Path(tempfile.mkdtemp(prefix=f".{cached.name}-", dir=_mkdir(cached.parent)))
     try:
-        state = None if trained is None else load_weights(io.BytesIO(trained))
+        state = None if kept is None else load_weights(io.BytesIO(weights.of(individual)))
         export_files(individual.genome, search.config["space"], search.config["dataset"], scratch, state)
         (scratch / DONE).write_text("")
         try:
@@ -167,9 +167,9 @@ def _exported_files(search: Search, individual: Individual, folder: Path) -> lis
     return sorted(p for p in cached.iterdir() if p.name != DONE)
 
 
-def _export_cache(search: Search, individual: Individual, trained: bytes | None) -> Path:
+def _export_cache(search: Search, individual: Individual, weights_digest: str | None) -> Path:
     made_of = json.dumps([EXPORT_FORMAT, search.config["space"], search.config["dataset"], individual.genome,
-                          None if trained is None else hashlib.sha256(trained).hexdigest()], sort_keys=True)
+                          weights_digest], sort_keys=True)
     return settings.STATE_DIR / "exports" / hashlib.sha256(made_of.encode()).hexdigest()[:32]
 
 
@@ -226,7 +226,7 @@ def zip_contents(individual: Individual) -> list[str]:
     """What an architecture's zip holds, in words (the individual page's download button says it)."""
     if not standalone_source_available():
         return ["genome"]
-    kept = Weights.objects.filter(individual=individual).exists()
+    kept = weights.digest(individual) is not None
     return ["genome", "PyTorch source", *(["trained weights"] if kept else []), "ONNX"]
 
 

@@ -198,7 +198,12 @@ def lineage(individual: Individual) -> dict[str, list[dict[str, Any]]]:
     return {"parents": parents, "children": sorted(children, key=lambda r: r["number"])}
 
 
+def ranked(search: Search) -> QuerySet:
+    """The successful individuals, best first (ties by number): the order of every "best k"."""
+    return (Individual.objects.filter(search=search, status=Individual.Status.DONE, fitness__isnull=False)
+            .order_by("-fitness", "number"))
+
+
 def best_individuals(search: Search, k: int) -> list[Individual]:
-    """The ``k`` best successful individuals, best first (ties by number)."""
-    return list(Individual.objects.filter(search=search, status=Individual.Status.DONE, fitness__isnull=False)
-                .order_by("-fitness", "number")[:k])
+    """The ``k`` best successful individuals, best first."""
+    return list(ranked(search)[:k])

@@ -27,7 +27,7 @@ def keep_best(search: Search, recorded: list[Individual]) -> int:
     keep = kept_count(search)
     if keep <= 0 or not any(i.status == Individual.Status.DONE for i in recorded):
         return 0
-    best = {i.pk for i in queries.best_individuals(search, keep)}
+    best = set(queries.ranked(search).values_list("pk", flat=True)[:keep])
     entering = [i.pk for i in recorded if i.pk in best]
     if not entering:
         return 0  # nobody new among the best: the kept set is unchanged
@@ -45,6 +45,11 @@ def drop_waiting(search: Search, messages: list[dict]) -> None:
     if kept_count(search) > 0:
         transport.drop_weights(search.pk, [m["individual"] for m in messages
                                            if m.get("type") == "result" and isinstance(m.get("individual"), int)])
+
+
+def digest(individual: Individual) -> str | None:
+    """The SHA-256 of ``individual``'s kept weights, or ``None`` when none are kept (no bytes read)."""
+    return Weights.objects.filter(individual=individual).values_list("sha256", flat=True).first()
 
 
 def of(individual: Individual) -> bytes | None:
