@@ -42,6 +42,14 @@ def release(search_id: int, owner: str) -> None:
     Search.objects.filter(pk=search_id, lease_owner=owner).update(lease_owner="", lease_expires=None)
 
 
+def holder(search_id: int) -> str:
+    """Who holds the search now, for the log of a loop that found it taken (``status, owner until expiry``)."""
+    row = Search.objects.filter(pk=search_id).values("status", "lease_owner", "lease_expires").first()
+    if row is None:
+        return "no such search"
+    return f"{row['status']}, lease {row['lease_owner'] or 'free'} until {row['lease_expires']}"
+
+
 def expired_searches() -> list[int]:
     """Active searches that no live loop holds (their loop died, or was never started)."""
     now = timezone.now()

@@ -3,14 +3,21 @@
 It runs as a thread in each control worker's main process (not as a task: a task would wait behind the long
 search loops that fill the control worker's pool). Several reapers are harmless: a restart is sent at most
 once per lease period (a Redis ``SET NX``), and the lease lets only one loop run.
+
+The thread lives in the process that forks Celery's pool, and SQLite's per-file lock bookkeeping is global to a
+process: a pool process forked while this thread holds a connection inherits the parent's locks on paper
+only, so other processes cannot see its connections; once the others close theirs, SQLite deletes and
+recreates the WAL and every later connection of that pool process reads a frozen database (its lease UPDATEs
+match nothing, its writes go nowhere). So each round closes its connection, and a fork waits for a round to end.
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import connections
 
 from webapp.searches import lease, nodes, transport
 
@@ -35,12 +42,23 @@ class Reaper(threading.Thread):
         super().__init__(name="reaper", daemon=True)
         self.interval = interval or settings.NAS_REAP_SECONDS
         self.stopped = threading.Event()
+        self.rounds = 0
+        self._round = threading.Lock()
+        # Pool processes are forked from this process (also later, to replace one that died): never mid-round.
+        os.register_at_fork(before=self._round.acquire, after_in_parent=self._round.release,
+                            after_in_child=self._round.release)
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
+            self.round()
+
+    def round(self) -> None:
+        with self._round:
             try:
-                close_old_connections()
                 reap_once()
                 nodes.sync_workers()
             except Exception as error:  # the database or Redis is restarting: next round
                 log.warning("reaper round failed: %s", error)
+            finally:
+                connections.close_all()  # this thread's: no database connection may cross a fork
+                self.rounds += 1

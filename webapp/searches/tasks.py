@@ -24,7 +24,8 @@ def run_search(search_id: int) -> str:
 
     owner = lease.new_owner()
     if not lease.take(search_id, owner):
-        log.info("search %s is held by a live loop (or not active): nothing to do", search_id)
+        log.info("search %s is held by a live loop (or not active): nothing to do (%s)", search_id,
+                 lease.holder(search_id))
         return "busy"
     log.info("search %s: loop %s started", search_id, owner)
     try:
