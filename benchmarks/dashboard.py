@@ -7,7 +7,7 @@ Measures, against the real ASGI server (daphne, a subprocess) over a real Redis 
   from ``broadcast.notify`` (what the loop calls after recording a result) to each client's message, p50 / p95 /
   max, how many messages arrived, and the web process's memory before and after they connected.
 
-The individuals are written in bulk (``webapp.searches.bulk``); no worker runs. Run from the repository root::
+The individuals are written in bulk (``benchmarks.bulk``); no worker runs. Run from the repository root::
 
     .venv/bin/python benchmarks/dashboard.py                      # 10,000 individuals, 1,000 clients
     .venv/bin/python benchmarks/dashboard.py --clients 200 --individuals 2000
@@ -154,7 +154,7 @@ def main() -> None:
         from django.contrib.auth import get_user_model
 
         from webapp.searches import broadcast
-        from webapp.searches.bulk import bulk_search
+        from benchmarks.bulk import bulk_search
 
         owner = get_user_model().objects.create_user("viewer", password=PASSWORD)
         started = time.perf_counter()

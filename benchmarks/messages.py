@@ -2,15 +2,15 @@
 L = l_p + l_ind * ind_len.
 
 For each space and each ind_len, ``--draws`` packets are built exactly as the control loop builds them
-(``webapp.searches.packets.build``: every individual with its ids, genome key, genome sampled from the space,
+(``webapp.messaging.signing.build``: every individual with its ids, genome key, genome sampled from the space,
 the space, the dataset, the default training budget and evaluation mode, then the HMAC signature) and
 measured two ways:
 
 - the packet: ``len(json.dumps(data)) + len(signature)``, what the engine's accounting counts (``bytes_sent``);
-- on the wire: the Celery message the loop's ``evaluate_batch.apply_async`` leaves in Redis (headers, the
+- on the wire: the Celery message the loop's ``dispatch.send_packet`` leaves in Redis (headers, the
   base64-encoded body, delivery info), read back from a queue no worker consumes, in a private Redis.
 
-l_p and l_ind are fitted by least squares on every measured packet (``nas.packet.fit_message_length``); the
+l_p and l_ind are fitted by least squares on every measured packet (``benchmarks.message_model.fit_message_length``); the
 residuals say how far the model is from the sizes (genomes of variable length, e.g. chain's 1..8 layers, are
 the main source). No evaluation worker is needed. Run from the repository root::
 
@@ -49,12 +49,12 @@ def packet_items(config: dict, genomes: list[dict], first: int) -> list[dict]:
 
 def wire_bytes(data: dict, signature: str) -> int:
     """The size of the Celery message for this packet as it sits in Redis."""
-    from webapp.searches import transport
-    from webapp.searches.tasks import evaluate_batch
+    from webapp.messaging import transport
+    from webapp.messaging import dispatch
 
     redis = transport.client()
     redis.delete(QUEUE)
-    evaluate_batch.apply_async(args=[data, signature], queue=QUEUE)
+    dispatch.send_packet(data, signature, uuid.uuid4().hex, QUEUE)
     raw = redis.lindex(QUEUE, 0)
     redis.delete(QUEUE)
     return len(raw)
@@ -63,7 +63,7 @@ def wire_bytes(data: dict, signature: str) -> int:
 def measure(space_name: str, max_ind_len: int, draws: int, seed: int) -> list[tuple[int, int, int]]:
     """(ind_len, packet bytes, wire bytes) for every packet built."""
     from nas.spaces import space_from_config
-    from webapp.searches import packets
+    from webapp.messaging import signing as packets
     from webapp.searches.config import check_config
 
     config = check_config({"space": {"name": space_name}, "strategy": {"name": "regularized"}})
@@ -88,7 +88,7 @@ def genome_bytes(space_name: str, draws: int, seed: int) -> float:
 
 def fit(points: list[tuple[int, int]]) -> tuple[float, float, float, float]:
     """l_p, l_ind, R^2 and the largest absolute residual (bytes) of Eq. (2) fitted to (ind_len, bytes)."""
-    from nas.packet import fit_message_length, message_length_model
+    from benchmarks.message_model import fit_message_length, message_length_model
 
     lens, sizes = [p[0] for p in points], [p[1] for p in points]
     l_p, l_ind = fit_message_length(lens, sizes)

@@ -34,7 +34,7 @@ from benchmarks.stack import Run, Stack, equal_nodes, main_guard, simulated_conf
 
 def redis_round_trip(count: int) -> list[float]:
     """Seconds per RPUSH + BLPOP of a 1 KB message, ``count`` times."""
-    from webapp.searches import transport
+    from webapp.messaging import transport
 
     redis, key, message = transport.client(), "bench:roundtrip", b"x" * 1024
     times = []

@@ -214,7 +214,7 @@ class Stack:
             supervisor.stop_all(grace=10)
 
     def wait_slots(self, pool: str, count: int, timeout: float) -> None:
-        from webapp.searches import transport
+        from webapp.messaging import transport
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -231,7 +231,8 @@ class Stack:
         """Create and launch a search, wait until it ends; its wall time and the engine's accounting."""
         from django.contrib.auth import get_user_model
 
-        from webapp.searches import accounting, lifecycle
+        from webapp.searches import accounting
+        from webapp.services import lifecycle
         from webapp.searches.models import Search
 
         owner, _ = get_user_model().objects.get_or_create(username="bench")

@@ -159,12 +159,25 @@ BLOCKS = {
 
 
 class Net(nn.Module):
-    """The network of a spec: its layers, built by name from :data:`BLOCKS` and run in order."""
+    """The network of a spec: its layers, built by name from :data:`BLOCKS` and run in order.
+
+    A spec with ``"normalize": {"mean": [...], "std": [...]}`` (one value per input channel) first normalises its
+    input: ``(x - mean) / std``. Training feeds normalised images and leaves it out; an exported network has it,
+    so it takes the dataset's raw images. The constants are not in the ``state_dict`` (trained weights load into
+    either)."""
 
     def __init__(self, spec: dict) -> None:
         super().__init__()
         self.spec = spec
         self.layers = nn.Sequential(*[BLOCKS[layer["block"]](**layer["args"]) for layer in spec["layers"]])
+        normalize = spec.get("normalize")
+        self.normalizes = normalize is not None
+        if normalize is not None:
+            shape = (1, len(normalize["mean"]), 1, 1)
+            self.register_buffer("mean", torch.tensor(normalize["mean"]).reshape(shape), persistent=False)
+            self.register_buffer("std", torch.tensor(normalize["std"]).reshape(shape), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.normalizes:
+            x = (x - self.mean) / self.std
         return self.layers(x)

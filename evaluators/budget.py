@@ -1,13 +1,53 @@
-"""The training budget of one evaluation, as a frozen dataclass. Imports no torch, so the web server and the
-control loop can check a budget without loading PyTorch."""
+"""The training budget of one evaluation: a frozen dataclass, and the one definition of its fields (defaults,
+bounds, choices, labels) that the configuration checker, the create-search form and the trainer all read.
+Imports no torch, so the web server and the control loop check a budget without loading PyTorch."""
 from __future__ import annotations
 
 import dataclasses
 import math
 from typing import Any
 
+from nas.strategies.archive import MAX_SEED
+
 OPTIMIZERS = ("adam", "adamw", "sgd")
 PRECISIONS = ("fp32", "bf16")
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldRule:
+    """How one budget field is checked and shown: its type, bounds (inclusive) or choices, label and help."""
+
+    kind: type
+    label: str
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    optional: bool = False  #: ``None`` is allowed (and means "no limit")
+
+    def allowed(self) -> str:
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
+        kind = "an integer" if self.kind is int else "a finite number"
+        low, high = (int(self.low), int(self.high)) if self.kind is int else (self.low, self.high)
+        return f"{kind} >= {low} and <= {high}" + (" (or null)" if self.optional else "")
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` normalised (whole floats are integers for an ``int`` field), or ``ValueError`` naming it."""
+        if value is None and self.optional:
+            return None
+        if self.choices:
+            if value not in self.choices:
+                raise ValueError(f"`{name}` must be {self.allowed()} ({name}={value!r}).")
+            return value
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or (self.kind is int and not float(value).is_integer()) or not self.low <= value <= self.high:
+            raise ValueError(f"`{name}` must be {self.allowed()} ({name}={value!r}).")
+        return self.kind(value)
+
+
+def _field(default: Any, rule: FieldRule) -> Any:
+    return dataclasses.field(default=default, metadata={"rule": rule})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,57 +66,46 @@ class TrainingBudget:
         precision: ``fp32``, or ``bf16`` autocast with channels_last tensors (faster with several slots per GPU).
     """
 
-    epochs: int = 3
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.0
-    max_seconds: float | None = None
-    seed: int = 0
-    optimizer: str = "adam"
-    precision: str = "fp32"
+    epochs: int = _field(3, FieldRule(int, "Epochs", "Passes over the training split per individual.", 1, 1000))
+    batch_size: int = _field(64, FieldRule(int, "Batch size", "Images per training step.", 1, 65536))
+    learning_rate: float = _field(1e-3, FieldRule(float, "Learning rate", "The optimizer's step size.", 0.0, 1e6))
+    weight_decay: float = _field(0.0, FieldRule(float, "Weight decay", "L2 penalty (decoupled for adamw).", 0.0, 1.0))
+    max_seconds: float | None = _field(None, FieldRule(
+        float, "Time cap (s)", "Wall-time cap of one evaluation; past it the individual fails with timeout.",
+        0.0, 7 * 86400.0, optional=True))
+    seed: int = _field(0, FieldRule(int, "Training seed", "Fixes initial weights, batch order and the validation "
+                                    "split.", 0, MAX_SEED))
+    optimizer: str = _field("adam", FieldRule(str, "Optimizer", "Cross-entropy loss with this optimizer.",
+                                              choices=OPTIMIZERS))
+    precision: str = _field("fp32", FieldRule(str, "Precision", "bf16: autocast with channels_last (faster with "
+                                              "several slots per GPU).", choices=PRECISIONS))
 
     def __post_init__(self) -> None:
-        _check_int("epochs", self.epochs, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("seed", self.seed, 0)
-        _check_float("learning_rate", self.learning_rate)
-        _check_float("weight_decay", self.weight_decay)
-        if self.max_seconds is not None:
-            _check_float("max_seconds", self.max_seconds)
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"`optimizer` must be one of {', '.join(OPTIMIZERS)} (optimizer={self.optimizer!r}).")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"`precision` must be one of {', '.join(PRECISIONS)} (precision={self.precision!r}).")
+        for name, rule in rules().items():
+            rule.check(name, getattr(self, name))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> TrainingBudget:
         """The budget of a search's ``training`` dict; absent keys take their defaults, unknown keys are an error.
         Whole floats are accepted for integer fields (JSON may carry ``3.0``)."""
         data = dict(data or {})
-        names = [field.name for field in dataclasses.fields(cls)]
+        names = list(rules())
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise ValueError(f"Unknown training field(s) {', '.join(map(repr, unknown))}; the fields are {', '.join(names)}.")
-        for name in ("epochs", "batch_size", "seed"):
-            value = data.get(name)
-            if isinstance(value, float) and value.is_integer():
-                data[name] = int(value)
-        for name in ("learning_rate", "weight_decay", "max_seconds"):
-            value = data.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                data[name] = float(value)
-        return cls(**data)
+        checked = {name: rule.check(name, data[name]) for name, rule in rules().items() if name in data}
+        return cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; ``TrainingBudget.from_dict(budget.to_dict()) == budget``."""
         return dataclasses.asdict(self)
 
 
-def _check_int(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"`{name}` must be an integer >= {low} ({name}={value!r}).")
+def rules() -> dict[str, FieldRule]:
+    """Every budget field's rule, in declaration order."""
+    return {field.name: field.metadata["rule"] for field in dataclasses.fields(TrainingBudget)}
 
 
-def _check_float(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"`{name}` must be a finite number >= 0 ({name}={value!r}).")
+def defaults() -> dict[str, Any]:
+    """Every budget field's default."""
+    return {field.name: field.default for field in dataclasses.fields(TrainingBudget)}

@@ -23,10 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from evaluators.catalog import dataset_shape
+from evaluators.catalog import RAW_IMAGES, VALIDATION_FRACTION, dataset_shape
 
-#: The share of the training images held out for validation.
-VALIDATION_FRACTION = {"digits": 0.2, "cifar10": 0.1, "fashion_mnist": 0.1, "synthetic": 0.2}
 SYNTHETIC_IMAGES = 2000
 
 
@@ -36,7 +34,8 @@ class DatasetMissing(FileNotFoundError):
 
 @dataclasses.dataclass(frozen=True)
 class DatasetSplit:
-    """Normalised float images ``(N, C, H, W)`` and integer labels, on one device."""
+    """Normalised float images ``(N, C, H, W)`` and integer labels, on one device, and the per-channel
+    ``normalization`` (``mean``, ``std``) that maps the dataset's raw images (``catalog.RAW_IMAGES``) to them."""
 
     name: str
     train_x: torch.Tensor
@@ -44,6 +43,7 @@ class DatasetSplit:
     val_x: torch.Tensor
     val_y: torch.Tensor
     classes: int
+    normalization: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -170,8 +170,10 @@ def load_dataset(name: str, device: str = "cpu", seed: int = 0, folder: str | No
     mean = x[train].mean(axis=(0, 2, 3), keepdims=True)
     std = x[train].std(axis=(0, 2, 3), keepdims=True) + 1e-6
     x = (x - mean) / std
+    scale = RAW_IMAGES[name][0]
+    normalization = {"mean": [float(v) * scale for v in mean.ravel()], "std": [float(v) * scale for v in std.ravel()]}
 
     def put(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
-    return DatasetSplit(name, put(x[train]), put(y[train]), put(x[val]), put(y[val]), classes)
+    return DatasetSplit(name, put(x[train]), put(y[train]), put(x[val]), put(y[val]), classes, normalization)

@@ -1,10 +1,10 @@
-"""The one entry point: ``evaluate(genome, space, training, dataset, device) -> result``.
+"""The one entry point: ``evaluate(genome, space, training, dataset, device) -> EvaluationResult``.
 
-The result is JSON-ready (the shape of ``evaluators.simulated``'s): validation accuracy as fitness, parameters,
-FLOPs (multiply-accumulates), inference latency, the learning curve, timings, the device and peak memory, or a
-failure with a reason (``oom``, ``diverged``, ``timeout``, ``invalid``, ``error``). It never raises (except
-``KeyboardInterrupt``/``SystemExit``) and frees the model after a failure, so the next evaluation in the same
-process runs as if nothing happened.
+The result (``evaluators.result``) holds validation accuracy as fitness, parameters, FLOPs
+(multiply-accumulates), inference latency, the learning curve, timings, the device, peak memory and the input
+normalisation, or a failure with a reason (``oom``, ``diverged``, ``timeout``, ``invalid``, ``error``). It never
+raises (except ``KeyboardInterrupt``/``SystemExit``) and frees the model after a failure, so the next evaluation
+in the same process runs as if nothing happened.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import gc
 import math
 import os
 import time
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import torch
@@ -20,6 +21,7 @@ from evaluators import measure, summary
 from evaluators.budget import TrainingBudget
 from evaluators.builders import architecture, as_space
 from evaluators.datasets import load_dataset
+from evaluators.result import EvaluationResult
 from evaluators.training import Diverged, TimedOut, make_optimizer, train_one_epoch, validate
 
 
@@ -63,6 +65,7 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
         torch.backends.cudnn.benchmark = True  # full batches only, so each convolution is tuned once
 
     data = load_dataset(dataset, str(resolved), budget.seed)
+    report["normalization"] = data.normalization
     report["timings"]["data"] = time.perf_counter() - started
 
     mark = time.perf_counter()
@@ -114,7 +117,8 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
 
         mark = time.perf_counter()
         try:
-            report["exported"] = [str(p) for p in export_files(genome, space, dataset, export_to, model.state_dict())]
+            report["exported"] = [str(p) for p in export_files(genome, space, dataset, export_to, model.state_dict(),
+                                                               data.normalization)]
         except Exception as error:  # the evaluation itself succeeded; a failed export is reported beside it
             report["metrics"]["export_error"] = f"{type(error).__name__}: {error}"
         report["timings"]["export"] = time.perf_counter() - mark
@@ -122,13 +126,13 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
 
 def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str, device: str, *,
              fault: str | None = None, export_to: str | os.PathLike | None = None,
-             weights_to: BinaryIO | None = None) -> dict[str, Any]:
+             weights_to: BinaryIO | None = None) -> EvaluationResult:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
-    budget (a ``TrainingBudget`` dict) on ``device``, and return its JSON-ready result; never raises.
+    budget (a ``TrainingBudget`` dict) on ``device``, and return its result; never raises.
 
     ``fault`` is a test hook passed to :func:`evaluators.training.train_one_epoch` (``"oom"`` or ``"nan"``).
     ``export_to``: a folder that receives the trained architecture's exports (``evaluators.export.export_files``:
-    genome, standalone source, weights, ONNX); their paths are in the result's ``exported``.
+    genome, standalone source, weights, ONNX); their names are in the result's ``artifacts``.
     ``weights_to``: a binary file that receives the trained weights (``evaluators.export.save_weights``) when
     the evaluation succeeds; left untouched otherwise.
     """
@@ -164,17 +168,12 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
         except Exception:
             pass
     report["timings"]["total"] = time.perf_counter() - started
-    status, reason, message = ("ok", None, "") if failure is None else ("failed", failure[0], failure[1])
-    return {
-        "status": status,
-        "fitness": report["fitness"] if failure is None else None,
-        "failure": reason,
-        "message": message,
-        "metrics": {key: _finite(value) if isinstance(value, float) else value
-                    for key, value in report["metrics"].items()},
-        "curve": report["curve"],
-        "timings": report["timings"],
-        "device": report["device"],
-        "peak_memory_bytes": peak,
-        **({"exported": report["exported"]} if "exported" in report else {}),
-    }
+    fields = dict(
+        metrics={key: _finite(value) if isinstance(value, float) else value for key, value in report["metrics"].items()},
+        curve=report["curve"], timings=report["timings"], device=report["device"], peak_memory_bytes=peak,
+        normalization=report.get("normalization") or None,
+        artifacts={Path(p).name: Path(p).stat().st_size for p in report.get("exported", ())},
+    )
+    if failure is not None:
+        return EvaluationResult.failed(failure[0], failure[1], **fields)
+    return EvaluationResult(status="ok", fitness=report["fitness"], **fields)

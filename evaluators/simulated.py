@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from evaluators.result import EvaluationResult
+
 #: How a fault name maps to the failure reason a real evaluation gives.
 FAILURES = {"oom": ("oom", "simulated out of memory"), "diverge": ("diverged", "simulated non-finite loss"),
             "fail": ("error", "simulated failure")}
@@ -43,8 +45,8 @@ def draw_duration(config: dict[str, Any], key: str, slowdown: float = 1.0) -> fl
     return value * slowdown
 
 
-def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float | None = None) -> dict[str, Any]:
-    """A result shaped like ``evaluators.evaluate.evaluate``'s, after sleeping for the drawn duration."""
+def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float | None = None) -> EvaluationResult:
+    """A result like ``evaluators.evaluate.evaluate``'s, after sleeping for the drawn duration."""
     if slowdown is None:
         slowdown = float(os.environ.get("NAS_SIM_SLOWDOWN", "1") or 1)
     faults = config.get("faults", {})
@@ -55,18 +57,16 @@ def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float 
     total = time.perf_counter() - started
     for fault, (reason, message) in FAILURES.items():
         if key in faults.get(fault, ()):
-            return {"status": "failed", "fitness": None, "failure": reason, "message": message, "metrics": {},
-                    "curve": [], "timings": {"total": total}, "device": "simulated", "peak_memory_bytes": None}
+            return EvaluationResult.failed(reason, message, timings={"total": total}, device="simulated")
     accuracy = 0.5 + 0.49 * _unit(key, "fitness")
     curve = [
         {"epoch": e, "train_loss": 2.3 * (1 - accuracy * e / epochs) + 0.05, "val_loss": 2.3 * (1 - accuracy * e / epochs),
          "val_accuracy": accuracy * e / epochs}
         for e in range(1, epochs + 1)
     ]
-    return {
-        "status": "ok", "fitness": accuracy, "failure": None, "message": "",
-        "metrics": {"accuracy": accuracy, "params": int(10_000 + 1_000_000 * _unit(key, "params")),
-                    "flops": int(1e6 + 1e8 * _unit(key, "flops"))},
-        "curve": curve, "timings": {"build": 0.0, "train": total, "validate": 0.0, "total": total},
-        "device": "simulated", "peak_memory_bytes": None,
-    }
+    return EvaluationResult(
+        status="ok", fitness=accuracy,
+        metrics={"accuracy": accuracy, "params": int(10_000 + 1_000_000 * _unit(key, "params")),
+                 "flops": int(1e6 + 1e8 * _unit(key, "flops"))},
+        curve=curve, timings={"build": 0.0, "train": total, "validate": 0.0, "total": total}, device="simulated",
+    )

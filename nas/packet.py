@@ -4,6 +4,9 @@ Fields: ``operation_type`` (0 = a node's request for work, 1 = a node's reply wi
 also asks for more), ``ind_len`` (how many individuals it carries), ``ind_set`` (the individuals) and
 ``termination_flag`` (true = evolution is over). The individuals are opaque JSON objects here: the engine puts
 the candidate id, genome, space name and training budget in them, and the packet never looks inside.
+
+The engine sends every evaluation task as a signed packet (``webapp.messaging.signing``), cuts work into
+packets with :func:`split_packets` and sizes them with seed 000's :func:`adaptive_ind_len`.
 """
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
 #: ``operation_type`` of a node's request for work ("applying for new data").
 REQUEST = 0
@@ -52,16 +54,6 @@ class Packet:
         if not isinstance(self.termination_flag, bool):
             raise ValueError(f"`termination_flag` must be a bool (termination_flag={self.termination_flag!r}).")
 
-    @classmethod
-    def request(cls) -> Packet:
-        """A node's first request for work: no individuals."""
-        return cls(REQUEST, 0, [])
-
-    @classmethod
-    def results(cls, ind_set: list[dict[str, Any]]) -> Packet:
-        """A node's evaluated individuals (which also asks for more work)."""
-        return cls(RESULTS, len(ind_set), ind_set)
-
     def to_dict(self) -> dict[str, Any]:
         return {field: getattr(self, field) for field in _FIELDS}
 
@@ -70,19 +62,16 @@ class Packet:
         return json.dumps(self.to_dict(), separators=(",", ":"), allow_nan=False)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Packet:
-        """Parse and check a packet; anything but exactly the four fields with the right types is a ``ValueError``."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"A packet must be JSON: {error} (text={text[:200]!r}).") from None
+    def from_dict(cls, data: Any) -> Packet:
+        """Parse and check a packet read from JSON; anything but exactly the four fields with the right types is a
+        ``ValueError``."""
         if not isinstance(data, dict):
-            raise ValueError(f"A packet must be a JSON object with the fields {', '.join(_FIELDS)} (got {data!r}).")
+            raise ValueError(f"A packet must be a JSON object with the fields {', '.join(_FIELDS)} (got {type(data).__name__}).")
         missing = [field for field in _FIELDS if field not in data]
-        unknown = sorted(set(data) - set(_FIELDS))
+        unknown = sorted(map(str, set(data) - set(_FIELDS)))
         if missing or unknown:
             raise ValueError(
-                f"A packet has exactly the fields {', '.join(_FIELDS)} (missing={missing}, unknown={unknown})."
+                f"A packet has exactly the fields {', '.join(_FIELDS)} (missing={missing}, unknown={unknown[:10]})."
             )
         return cls(**data)
 
@@ -137,19 +126,3 @@ def split_packets(items: Sequence[Any], free_slots: int, ind_len: int) -> list[l
         packets.append(list(items[start : start + size]))
         start += size
     return packets
-
-
-def message_length_model(l_p: float, l_ind: float, ind_len: int) -> float:
-    """Seed 000's Eq. (2): ``L = l_p + l_ind * ind_len`` (fixed packet length plus one individual's per item)."""
-    return l_p + l_ind * ind_len
-
-
-def fit_message_length(ind_lens: Sequence[int], nbytes: Sequence[int]) -> tuple[float, float]:
-    """Least-squares ``(l_p, l_ind)`` of Eq. (2) from measured packet sizes, e.g. ``Packet.nbytes()`` per ind_len."""
-    if len(ind_lens) != len(nbytes) or len(set(ind_lens)) < 2:
-        raise ValueError(
-            f"Need sizes for at least two distinct ind_len values, one size each (ind_lens={list(ind_lens)}, "
-            f"nbytes={list(nbytes)})."
-        )
-    l_ind, l_p = np.polyfit(np.asarray(ind_lens, dtype=float), np.asarray(nbytes, dtype=float), 1)
-    return float(l_p), float(l_ind)

@@ -71,32 +71,43 @@ def check_choice(value: Any, field: str, choices: Sequence[Any]) -> Any:
     return value
 
 
-def check_int_param(name: str, value: Any, low: int = 1) -> int:
-    """A constructor parameter that must be an integer ``>= low``."""
+#: Upper bounds of the spaces' size parameters: a search space is for networks that train in minutes to hours,
+#: and a bound keeps one bad request from building a network that fills the memory of every worker it reaches.
+MAX_LAYERS = 64
+MAX_MODULES = 16
+MAX_CHANNELS = 1024
+
+
+def check_int_param(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
+    """A constructor parameter that must be an integer in ``[low, high]``."""
+    if is_int(value) and high is not None and value > high:
+        raise ValueError(f"`{name}` must be an integer <= {high} ({name}={value!r}).")
     if not is_int(value) or value < low:
         raise ValueError(f"`{name}` must be an integer >= {low} ({name}={value!r}).")
     return value
 
 
-def check_values_param(name: str, values: Any, allowed: Sequence[int] | None = None) -> list[int]:
-    """A constructor parameter listing distinct positive integers (from ``allowed`` if given), returned sorted."""
+def check_values_param(name: str, values: Any, allowed: Sequence[int] | None = None, high: int = MAX_CHANNELS) -> list[int]:
+    """A constructor parameter listing distinct integers in ``[1, high]`` (from ``allowed`` if given), sorted."""
     if (
         not isinstance(values, (list, tuple))
         or not values
-        or not all(is_int(v) and v > 0 for v in values)
+        or len(values) > high
+        or not all(is_int(v) and 0 < v <= high for v in values)
         or len(set(values)) != len(values)
     ):
-        raise ValueError(f"`{name}` must be a non-empty list of distinct positive integers ({name}={values!r}).")
+        raise ValueError(f"`{name}` must be a non-empty list of distinct integers in [1, {high}] ({name}={values!r}).")
     if allowed is not None and not set(values) <= set(allowed):
         raise ValueError(f"`{name}` may only contain {show(allowed)} ({name}={values!r}).")
     return sorted(values)
 
 
-def check_range_param(name: str, pair: Any) -> list[int]:
-    """A constructor parameter ``[low, high]`` of integers with ``1 <= low <= high``."""
+def check_range_param(name: str, pair: Any, most: int = MAX_LAYERS) -> list[int]:
+    """A constructor parameter ``[low, high]`` of integers with ``1 <= low <= high <= most``."""
     well_formed = isinstance(pair, (list, tuple)) and len(pair) == 2 and all(is_int(v) for v in pair)
-    if not well_formed or not 1 <= pair[0] <= pair[1]:
-        raise ValueError(f"`{name}` must be a pair [low, high] of integers with 1 <= low <= high ({name}={pair!r}).")
+    if not well_formed or not 1 <= pair[0] <= pair[1] <= most:
+        raise ValueError(f"`{name}` must be a pair [low, high] of integers with 1 <= low <= high <= {most} "
+                         f"({name}={pair!r}).")
     return [pair[0], pair[1]]
 
 

@@ -79,9 +79,9 @@ class CellSpace(SearchSpace):
     name = "cell"
 
     def __init__(self, cells_per_stage: int = 2, stages: int = 3, channels: int = 16) -> None:
-        self.cells_per_stage = check.check_int_param("cells_per_stage", cells_per_stage)
-        self.stages = check.check_int_param("stages", stages)
-        self.channels = check.check_int_param("channels", channels)
+        self.cells_per_stage = check.check_int_param("cells_per_stage", cells_per_stage, high=check.MAX_MODULES)
+        self.stages = check.check_int_param("stages", stages, high=check.MAX_MODULES)
+        self.channels = check.check_int_param("channels", channels, high=check.MAX_CHANNELS)
 
     def sample(self, rng: np.random.Generator) -> Genome:
         """Each edge's op uniformly, drawn again while the cell is disconnected."""

@@ -39,9 +39,9 @@ class ChainSpace(SearchSpace):
     name = "chain"
 
     def __init__(self, max_layers: int = 8, min_layers: int = 1, modules: int = 3) -> None:
-        self.max_layers = check.check_int_param("max_layers", max_layers)
-        self.min_layers = check.check_int_param("min_layers", min_layers)
-        self.modules = check.check_int_param("modules", modules)
+        self.max_layers = check.check_int_param("max_layers", max_layers, high=check.MAX_LAYERS)
+        self.min_layers = check.check_int_param("min_layers", min_layers, high=check.MAX_LAYERS)
+        self.modules = check.check_int_param("modules", modules, high=check.MAX_MODULES)
         if self.min_layers > self.max_layers:
             raise ValueError(
                 f"`min_layers` must be smaller than or equal to `max_layers` "

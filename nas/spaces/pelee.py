@@ -46,7 +46,7 @@ class PeleeSpace(SearchSpace):
         growth: Sequence[int] = (8, 16, 32),
         gene_rate: float | None = None,
     ) -> None:
-        self.stages = check.check_int_param("stages", stages)
+        self.stages = check.check_int_param("stages", stages, high=check.MAX_MODULES)
         self.ways = check.check_values_param("ways", ways, allowed=(1, 2))
         self.layers = check.check_range_param("layers", layers)
         self.growth = check.check_values_param("growth", growth)

@@ -37,11 +37,14 @@ class Param:
     low: float | None = None  #: inclusive bounds; ``None``: unbounded on that side
     high: float | None = None
     optional: bool = False  #: ``None`` is allowed and means "no limit"
+    label: str = ""  #: what a form calls it (default: the name, capitalised)
 
     def allowed(self) -> str:
         """The allowed values in words, for error messages."""
         kind = {"int": "an integer", "float": "a number"}.get(self.type, self.type)
-        if self.low is not None and self.high is not None:
+        if self.low is not None and self.high is not None and self.type == "int":
+            kind += f" >= {self.low} and <= {self.high}"
+        elif self.low is not None and self.high is not None:
             kind += f" in [{self.low}, {self.high}]"
         elif self.low is not None:
             kind += f" >= {self.low}"
@@ -65,8 +68,17 @@ class Param:
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
 
 
-POPULATION = Param("population", "int", "Individuals per generation (steady state: in the population).", low=2)
-MAX_EVALUATIONS = Param("max_evaluations", "int", "How many candidates to evaluate in all.", low=1)
+#: Upper bounds of the strategies' sizes: generous for any search a cluster can run, small enough that one bad
+#: request cannot make a loop hold billions of candidates.
+MAX_POPULATION = 10_000
+MAX_EVALUATIONS_LIMIT = 1_000_000
+#: Seeds are 32-bit: every generator that takes one (numpy, torch) accepts them.
+MAX_SEED = 2**32 - 1
+
+POPULATION = Param("population", "int", "Individuals per generation (steady state: in the population).", low=2,
+                   high=MAX_POPULATION, label="Population")
+MAX_EVALUATIONS = Param("max_evaluations", "int", "How many candidates to evaluate in all.", low=1,
+                        high=MAX_EVALUATIONS_LIMIT, label="Evaluation budget")
 
 
 def as_int(value: Any) -> int | None:
@@ -124,13 +136,15 @@ class ArchiveStrategy(Strategy):
 
     #: The constructor parameters besides ``space`` and ``seed``; defaults come from the signature.
     PARAMS: ClassVar[tuple[Param, ...]] = ()
+    #: The archive's lists only grow (see :attr:`Strategy.APPEND_ONLY`).
+    APPEND_ONLY: ClassVar[tuple[str, ...]] = ("candidates", "results")
     max_evaluations: int | None
 
     def __init__(self, space: SearchSpace, seed: int = 0, **params: Any) -> None:
         if not isinstance(space, SearchSpace):
             raise TypeError(f"`space` must be a SearchSpace (space={space!r}).")
-        if as_int(seed) is None or seed < 0:
-            raise ValueError(f"`seed` must be an integer >= 0 (seed={seed!r}).")
+        if as_int(seed) is None or not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"`seed` must be an integer in [0, {MAX_SEED}] (seed={seed!r}).")
         self.space = space
         self.seed = int(seed)
         self.params = self.check_params(params)
@@ -171,7 +185,8 @@ class ArchiveStrategy(Strategy):
     def describe_params(cls) -> list[dict[str, Any]]:
         """JSON descriptions of the parameters (name, type, default, low, high, optional, help) for a form."""
         defaults = cls.default_params()
-        described = [{**dataclasses.asdict(param), "default": defaults[param.name]} for param in cls.PARAMS]
+        described = [{**dataclasses.asdict(param), "label": param.label or param.name.replace("_", " ").capitalize(),
+                      "default": defaults[param.name]} for param in cls.PARAMS]
         return json.loads(json.dumps(described))
 
     # --- ask / tell ---------------------------------------------------------------------------------------

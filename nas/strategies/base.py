@@ -69,6 +69,11 @@ class Strategy(abc.ABC):
     """
 
     name: ClassVar[str]
+    #: The incremental-archive hook: keys of :meth:`state_dict` whose lists only ever grow (entries appended,
+    #: never changed or removed). A store may save just the entries added since its last save and give
+    #: :meth:`from_state` the whole lists back, so saving after every result costs the same at the 10,000th
+    #: result as at the first. Empty: save the whole state every time.
+    APPEND_ONLY: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def ask(self, n: int) -> list[Candidate]:

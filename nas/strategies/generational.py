@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from nas.operators.selection import roulette_wheel
 from nas.spaces.base import SearchSpace
-from nas.strategies.archive import POPULATION, Param
-from nas.strategies.generations import (
+from nas.strategies.archive import MAX_POPULATION, POPULATION, Param
+from nas.strategies.barrier import (
     GENERATIONS,
     OPTIONAL_MAX_EVALUATIONS,
     P_CROSSOVER,
@@ -16,7 +16,8 @@ from nas.strategies.generations import (
 )
 
 ELITISM = Param(
-    "elitism", "int", "The best members copied unchanged into the next generation (seed 000 is silent).", low=0
+    "elitism", "int", "The best members copied unchanged into the next generation (seed 000 is silent).", low=0,
+    high=MAX_POPULATION, label="Elitism",
 )
 
 
@@ -27,7 +28,7 @@ class GenerationalGA(GenerationalStrategy):
     comes in pairs of children of two parents drawn by :func:`~nas.operators.selection.roulette_wheel` over the
     previous generation's fitness (failed members are never drawn while any member succeeded). Children that
     are unchanged copies reuse their parent's result, as seed 000's totals of about 230 evaluations for
-    20 x 20 individuals suggest (see :mod:`nas.strategies.generations`).
+    20 x 20 individuals suggest (see :mod:`nas.strategies.barrier`).
 
     Args:
         space: the space to search.

@@ -9,7 +9,7 @@ from nas.operators.selection import crowding_distance, non_dominated_sort, paret
 from nas.spaces.base import SearchSpace
 from nas.strategies.archive import POPULATION, Param
 from nas.strategies.base import Candidate, Result
-from nas.strategies.generations import (
+from nas.strategies.barrier import (
     GENERATIONS,
     OPTIONAL_MAX_EVALUATIONS,
     P_CROSSOVER,
@@ -21,21 +21,26 @@ OBJECTIVES = Param(
     "objectives", "objectives",
     'The objectives as [name, "max" | "min"] pairs; a name is read from Result.objectives '
     '("fitness" falls back to Result.fitness).',
+    label="Objectives",
 )
 DIRECTIONS = ("max", "min")
+
+
+#: More objectives than this make nearly every candidate non-dominated: the front stops selecting.
+MAX_OBJECTIVES = 8
 
 
 def check_objectives(value: Any) -> list[list[str]]:
     """``value`` as a list of ``[name, direction]`` lists, or ``ValueError`` showing it."""
     pairs = value if isinstance(value, (list, tuple)) else []
-    ok = bool(pairs) and all(
-        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) and pair[0]
+    ok = 0 < len(pairs) <= MAX_OBJECTIVES and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) and 0 < len(pair[0]) <= 64
         and pair[1] in DIRECTIONS for pair in pairs
     )
     if not ok or len({pair[0] for pair in pairs}) != len(pairs):
         raise ValueError(
-            f'`objectives` must be a non-empty list of [name, "max" | "min"] pairs with distinct names '
-            f"(objectives={value!r})."
+            f'`objectives` must be a list of 1 to {MAX_OBJECTIVES} [name, "max" | "min"] pairs with distinct names '
+            f"(objectives={str(value)[:200]})."
         )
     return [[name, direction] for name, direction in pairs]
 

@@ -10,10 +10,11 @@ from typing import Any, ClassVar
 
 from nas.operators.selection import oldest, tournament
 from nas.spaces.base import SearchSpace
-from nas.strategies.archive import MAX_EVALUATIONS, POPULATION, ArchiveStrategy, Param, Proposal
+from nas.strategies.archive import MAX_EVALUATIONS, MAX_POPULATION, POPULATION, ArchiveStrategy, Param, Proposal
 from nas.strategies.base import Candidate, Result
 
-SAMPLE_SIZE = Param("sample_size", "int", "Tournament size: members drawn to pick each parent.", low=1)
+SAMPLE_SIZE = Param("sample_size", "int", "Tournament size: members drawn to pick each parent.", low=1,
+                    high=MAX_POPULATION, label="Tournament size")
 
 
 class RegularizedEvolution(ArchiveStrategy):

@@ -8,8 +8,9 @@ import time
 import pytest
 
 from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
-from webapp.searches import broadcast, recording
-from webapp.searches.bulk import bulk_search
+from webapp.searches import broadcast
+from webapp.control import recording
+from benchmarks.bulk import bulk_search
 from webapp.searches.models import Individual
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -44,7 +45,7 @@ def test_ten_thousand_points_stay_responsive(page, web, django_user_model):
                                      started=search.created, finished=search.created, duration=1.0)
     # From another thread, as Playwright's sync API keeps an event loop in this one.
     thread = threading.Thread(target=broadcast.notify,
-                              args=(search.pk, "individual.finished", recording.individual_event(last)))
+                              args=(search.pk, "individual.finished", broadcast.individual_event(last)))
     thread.start()
     thread.join()
     page.wait_for_function(f"() => window.nasLive.pointCount() === {N + 1}", timeout=10_000)

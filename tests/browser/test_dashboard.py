@@ -165,7 +165,7 @@ def test_create_launch_watch_stop_resume_clone_download(page, web, stack, django
 
 def check_sources_build(archive: zipfile.ZipFile, folder: Path) -> None:
     """Each model.py in the zip (present once ``evaluators.export`` is installed) builds a torch model."""
-    from webapp.searches.exports import standalone_source_available
+    from webapp.services.exports import standalone_source_available
 
     sources = [n for n in archive.namelist() if n.endswith("model.py")]
     assert bool(sources) == standalone_source_available()

@@ -9,7 +9,10 @@ import pytest
 
 from nas.spaces import space_from_config
 from nas.strategies import Candidate
-from webapp.searches import accounting, broadcast, lifecycle, recording
+from webapp.searches import accounting, broadcast
+from webapp.services import lifecycle
+from webapp.control import recording
+from webapp.messaging import messages
 from webapp.searches.models import Search
 
 CONFIG = {
@@ -24,7 +27,7 @@ CONFIG = {
 def memory_layer(settings, redis_url, celery_app):
     """Unit tests publish to an in-memory channel layer (the integration tests use Redis); actions (launch,
     stop) still flag the search in the session's real Redis and queue the loop's task there."""
-    from webapp.searches import transport
+    from webapp.messaging import transport
 
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.REDIS_URL = redis_url
@@ -65,10 +68,12 @@ def fill(search: Search, count: int, failed: tuple[int, ...] = (), nodes=("alpha
                   "failure": None if ok else "oom", "message": "" if ok else "simulated out of memory",
                   "metrics": {"accuracy": 0.5 + i / 100, "params": 1000 * (i + 1), "flops": 10**6} if ok else {},
                   "timings": {"train": 1.0, "total": 1.5}, "curve": [{"epoch": 1, "train_loss": 1.0, "val_accuracy": 0.5}]}
-        message = {"node": node, "device": "cpu", "slot": f"{node}/cpu/0", "attempt": 1, "result": result,
-                   "started": start + 5 * i, "finished": start + 5 * i + 4, "duration": 4.0}
+        message = messages.parse({
+            "type": "result", "search": search.pk, "individual": individual.pk, "number": individual.number,
+            "task_id": "t", "node": node, "device": "cpu", "slot": f"{node}/cpu/0", "attempt": 1, "result": result,
+            "started": start + 5 * i, "finished": start + 5 * i + 4, "duration": 4.0, "packet_bytes": 0})
         recording.record_result(search, individual, message, nbytes=100)
-        events.append(("individual.finished", recording.individual_event(individual)))
+        events.append(("individual.finished", broadcast.individual_event(individual)))
     search.save()
     broadcast.notify_many(search.pk, events)
     search.refresh_from_db()

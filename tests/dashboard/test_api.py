@@ -11,7 +11,7 @@ from django.urls import reverse
 from nas.spaces import space_from_config
 from nas.strategies.base import Candidate
 from tests.dashboard.conftest import CONFIG
-from webapp.searches import recording
+from webapp.control import recording
 from webapp.searches.models import Search
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +71,7 @@ def test_actions_answer_409_when_they_do_not_apply(owner_client, search):
 
 def test_pareto_front_of_a_multi_objective_search(owner_client, users):
     from tests.dashboard.conftest import fill
-    from webapp.searches import lifecycle
+    from webapp.services import lifecycle
 
     config = {**CONFIG, "strategy": {"name": "nsga2", "seed": 1, "params": {"population": 4, "generations": 3}}}
     search = fill(lifecycle.create_search(users["owner"], "two objectives", config), 8)

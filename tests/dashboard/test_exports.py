@@ -9,7 +9,7 @@ import zipfile
 import pytest
 from django.urls import reverse
 
-from webapp.searches import exports
+from webapp.services import exports
 
 pytestmark = pytest.mark.django_db
 

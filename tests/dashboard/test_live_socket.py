@@ -6,7 +6,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
-from webapp.searches import broadcast, recording
+from webapp.searches import broadcast
+from webapp.control import recording
 from webapp.searches.models import Individual
 from webapp.settings.env import redis_channel_layer
 
@@ -56,7 +57,7 @@ def test_a_dropped_connection_loses_nothing(client, users, search, redis_layer):
     individual = Individual.objects.get(search=search, number=9)
 
     def more(n: int) -> None:
-        broadcast.notify_many(search.pk, [("individual.finished", recording.individual_event(individual))] * n)
+        broadcast.notify_many(search.pk, [("individual.finished", broadcast.individual_event(individual))] * n)
 
     async def scenario():
         seen: list[int] = []

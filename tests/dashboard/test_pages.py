@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_list_shows_searches_newest_first(owner_client, users, search):
-    from webapp.searches import lifecycle
+    from webapp.services import lifecycle
 
     newer = lifecycle.create_search(users["owner"], "newer one", search.config)
     html = owner_client.get(reverse("search-list")).content.decode()
@@ -148,7 +148,7 @@ def test_nodes_page_lists_workers(owner_client, settings):
                           last_seen=timezone.now() - dt.timedelta(hours=1))
     from unittest import mock
 
-    with mock.patch("webapp.searches.nodes.transport.live_slots", return_value=[]):
+    with mock.patch("webapp.services.nodes.transport.live_slots", return_value=[]):
         html = owner_client.get(reverse("nodes")).content.decode()
     assert "host-1" in html and "host-2" in html
     assert '<td class="ok">live</td>' in html and '<td class="bad">stale</td>' in html

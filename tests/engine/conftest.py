@@ -33,7 +33,7 @@ _names = itertools.count()
 @pytest.fixture
 def engine(redis_url, celery_app, settings, transactional_db):
     """Point this process at the test Redis, with the same short timeouts as the workers."""
-    from webapp.searches import transport
+    from webapp.messaging import transport
 
     settings.REDIS_URL = redis_url
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
@@ -143,7 +143,7 @@ def owner():
 
 
 def launched(name: str, config: dict):
-    from webapp.searches import lifecycle
+    from webapp.services import lifecycle
 
     return lifecycle.launch(lifecycle.create_search(owner(), name, config))
 
@@ -166,7 +166,7 @@ def assert_each_recorded_once(search, count: int) -> list:
 
 def running_evaluation(search_id: int, timeout: float = 30) -> tuple[int, dict]:
     """Wait for an individual being evaluated; its id and its heartbeat (node, slot, pid of the evaluating process)."""
-    from webapp.searches import transport
+    from webapp.messaging import transport
     from webapp.searches.models import Individual
 
     def one():

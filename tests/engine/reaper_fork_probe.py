@@ -13,7 +13,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
-from webapp.searches.reaper import Reaper  # noqa: E402
+from webapp.control.reaper import Reaper  # noqa: E402
 
 MARK = "written after the fork"
 

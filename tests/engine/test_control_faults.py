@@ -8,7 +8,7 @@ import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config, wait_until
 from webapp.searches.models import Individual, Search
-from webapp.searches.tasks import run_search
+from webapp.messaging import dispatch
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +32,8 @@ def test_a_killed_control_worker_is_replaced_and_only_one_loop_ever_runs(stack):
     survivor.wait_for(f"search {search.pk}: loop", timeout=30)
     resumed = time.time() - killed
     # A second and third loop asked for meanwhile find the lease held and do nothing.
-    run_search.apply_async(args=[search.pk], queue="control")
-    run_search.apply_async(args=[search.pk], queue="control")
+    dispatch.start_loop(search.pk)
+    dispatch.start_loop(search.pk)
     search = finished(search.pk)
     assert search.status == Search.Status.FINISHED, search.status_reason
     assert search.lease_owner == ""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config
-from webapp.searches import packets, transport
+from webapp.messaging import signing as packets, transport
 from webapp.searches.models import Individual
-from webapp.searches.tasks import evaluate_batch
+from webapp.messaging.dispatch import EVALUATE_BATCH
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ def snapshot(individual: Individual) -> tuple:
             transport.starts(individual.search_id, individual.pk))
 
 
-def test_unsigned_unknown_space_bad_genome_and_garbage_messages_are_refused(stack):
+def test_unsigned_unknown_space_bad_genome_and_garbage_messages_are_refused(stack, celery_app):
     worker = stack.evaluator("alpha")
     stack.control()
     search = finished(launched("messages", simulated_config(evaluations=4, duration=0.1)).pk)
@@ -40,12 +40,13 @@ def test_unsigned_unknown_space_bad_genome_and_garbage_messages_are_refused(stac
     unknown_space, unknown_signature = packets.build([item(victim, space={"name": "transformer"})])
     bad_genome, bad_signature = packets.build([item(victim, genome={"layers": [{"kernel": 4, "filters": 16}]})])
     garbage = ["not", "a", "packet"]
-    evaluate_batch.apply_async(args=[unsigned], queue="eval")  # no signature at all
-    evaluate_batch.apply_async(args=[forged, packets.sign(unsigned)], queue="eval")  # signed something else
-    evaluate_batch.apply_async(args=[unknown_space, unknown_signature], queue="eval")
-    evaluate_batch.apply_async(args=[bad_genome, bad_signature], queue="eval")
-    evaluate_batch.apply_async(args=[garbage, packets.sign({})], queue="eval")
-    evaluate_batch.apply_async(args=[unsigned, ""], queue="eval", serializer="pickle")
+    send = celery_app.send_task
+    send(EVALUATE_BATCH, args=[unsigned], queue="eval")  # no signature at all
+    send(EVALUATE_BATCH, args=[forged, packets.sign(unsigned)], queue="eval")  # signed something else
+    send(EVALUATE_BATCH, args=[unknown_space, unknown_signature], queue="eval")
+    send(EVALUATE_BATCH, args=[bad_genome, bad_signature], queue="eval")
+    send(EVALUATE_BATCH, args=[garbage, packets.sign({})], queue="eval")
+    send(EVALUATE_BATCH, args=[unsigned, ""], queue="eval", serializer="pickle")
 
     for reason in ("bad or missing signature", "unknown or invalid space", "genome rejected by space chain",
                    "a packet must be a JSON object", "pickle"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.conftest import finished, launched, simulated_config, wait_until
-from webapp.searches import nodes
+from webapp.services import nodes
 
 pytestmark = pytest.mark.integration
 

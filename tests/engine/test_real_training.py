@@ -7,7 +7,8 @@ import io
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, finished, launched
-from webapp.searches import accounting, queries, transport, weights
+from webapp.searches import accounting, ranking
+from webapp.messaging import transport
 from webapp.searches.models import Individual, Search, Weights
 
 pytestmark = pytest.mark.integration
@@ -41,11 +42,11 @@ def test_a_regularized_search_trains_30_networks_on_two_cpu_workers(stack):
     assert best.metrics["params"] > 0 and best.metrics["flops"] > 0 and len(best.curve) == 2
     # The trained weights of the three best (by fitness, as the downloads rank them) are kept, no others,
     # and none is left waiting in Redis.
-    top3 = queries.best_individuals(search, 3)
+    top3 = ranking.best_individuals(search, 3)
     assert set(Weights.objects.filter(individual__search=search).values_list("individual_id", flat=True)) == {
         i.pk for i in top3}
-    assert not list(transport.client().scan_iter(match=f"nas:weights:{search.pk}:*"))
-    state = load_weights(io.BytesIO(weights.of(top3[0])))
+    assert not list(transport.client().scan_iter(match=f"nas:kept:{search.pk}:*"))
+    state = load_weights(io.BytesIO(bytes(Weights.objects.get(individual=top3[0]).data)))
     Net(architecture(top3[0].genome, as_space(search.config["space"]), "digits")).load_state_dict(state)
     summary = accounting.summary(search.stats)
     counts = {node["node"]: node["count"] for node in summary["nodes"]}

@@ -7,7 +7,8 @@ import pytest
 
 from tests.conftest import manage
 from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config, wait_until
-from webapp.searches import accounting, lifecycle
+from webapp.searches import accounting
+from webapp.services import lifecycle
 from webapp.searches.models import Event, Individual, Search
 
 pytestmark = pytest.mark.integration

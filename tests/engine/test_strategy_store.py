@@ -12,7 +12,8 @@ from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from nas.testing.strategies import evaluate
 from tests.engine.conftest import owner, simulated_config
-from webapp.searches import lifecycle, strategy_store
+from webapp.services import lifecycle
+from webapp.control import strategy_store
 from webapp.searches.models import ArchiveRow, Search
 
 pytestmark = pytest.mark.django_db
@@ -76,10 +77,10 @@ def test_rows_past_the_saved_state_are_dropped_and_missing_rows_are_an_error():
     step(strategy)
     strategy_store.save(search, strategy)
     search = saved(search)
-    ArchiveRow.objects.create(search=search, kind="r", index=3, data=[99, {"fitness": 1.0}])
+    ArchiveRow.objects.create(search=search, kind="results", index=3, data=[99, {"fitness": 1.0}])
     loaded = strategy_store.load(search, space)
     assert json.dumps(loaded.state_dict()) == json.dumps(strategy.state_dict())
-    assert ArchiveRow.objects.filter(search=search, kind="r").count() == 3
-    ArchiveRow.objects.filter(search=search, kind="c", index=1).delete()
+    assert ArchiveRow.objects.filter(search=search, kind="results").count() == 3
+    ArchiveRow.objects.filter(search=search, kind="candidates", index=1).delete()
     with pytest.raises(ValueError, match="names 3 candidates but the database holds 2"):
         strategy_store.load(search, space)

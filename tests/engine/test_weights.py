@@ -1,6 +1,6 @@
-"""Trained weights kept for the best individuals: stored from Redis when one enters the best, deleted when it is
-pushed out, dropped from Redis only after the loop's commit, and carried by the downloads (a real Redis and
-database; the weights are those of real networks, no workers)."""
+"""The files kept for the best individuals (weights, model.py, model.onnx): stored from Redis when one enters the
+best, deleted when it is pushed out, dropped from Redis only after the loop's commit, and carried by the downloads
+as stored (a real Redis and database; the files are those the worker writes for real networks, no workers)."""
 from __future__ import annotations
 
 import io
@@ -11,7 +11,9 @@ import pytest
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from tests.engine.conftest import owner
-from webapp.searches import exports, lifecycle, recording, transport, weights
+from webapp.services import exports, lifecycle
+from webapp.control import kept as weights, recording
+from webapp.messaging import transport
 from webapp.searches.models import Individual, Weights
 
 pytestmark = pytest.mark.integration  # a real Redis; .ci/run runs these on PostgreSQL too (bytea weights)
@@ -38,13 +40,18 @@ def trained_bytes(search, individual, scale: float) -> bytes:
 
 
 def arrive(search, individual, fitness: float, commit: bool = True) -> int:
-    """A worker's result with weights, as the loop records it: put, record, keep, then drop after commit."""
-    transport.put_weights(search.pk, individual.pk, trained_bytes(search, individual, fitness))
+    """A worker's result with its files, as the loop records it: put, record, keep, then drop after commit."""
+    from evaluators.export import kept_files
+
+    files, problem = kept_files(individual.genome, search.config["space"], search.config["dataset"],
+                                trained_bytes(search, individual, fitness), None)
+    assert problem is None, problem
+    transport.put_kept(search.pk, individual.pk, files)
     individual.status, individual.fitness = Individual.Status.DONE, fitness
     individual.save()
     stored = weights.keep_best(search, [individual])
     if commit:
-        weights.drop_waiting(search, [{"type": "result", "individual": individual.pk}])
+        weights.drop_waiting(search, [individual.pk])
     return stored
 
 
@@ -68,15 +75,21 @@ def test_only_the_best_keep_their_weights_and_redis_is_emptied(search_of_four):
     assert kept(search) == {b.number, c.number}
     assert arrive(search, d, 0.1) == 0  # never among the best
     assert kept(search) == {b.number, c.number}
-    assert transport.waiting_weights(search.pk, [a.pk, b.pk, c.pk, d.pk]) == {}
+    assert transport.waiting_kept(search.pk, [a.pk, b.pk, c.pk, d.pk]) == {}
     row = Weights.objects.get(individual=b)
-    assert row.nbytes == len(weights.of(b)) and len(row.sha256) == 64
+    assert row.nbytes == len(bytes(row.data)) and len(row.sha256) == 64
+    import onnx
+
+    assert "def build()" in row.source
+    assert [i.name for i in onnx.load_from_string(bytes(row.onnx)).graph.input] == ["images"]
+    # The best two are full: a result must now reach the second best's fitness to be kept at all.
+    assert transport.admission(search.pk) == pytest.approx(0.6)
 
 
 def test_weights_wait_in_redis_until_the_commit(search_of_four):
     search, (a, *_) = search_of_four
     arrive(search, a, 0.5, commit=False)  # the loop died before dropping them
-    assert set(transport.waiting_weights(search.pk, [a.pk])) == {a.pk}
+    assert set(transport.waiting_kept(search.pk, [a.pk])) == {a.pk}
     Weights.objects.all().delete()  # ... and before its transaction committed: the messages are read again
     assert weights.keep_best(search, [a]) == 1 and kept(search) == {a.number}
 
@@ -85,7 +98,7 @@ def test_no_weights_are_read_when_none_are_kept(search_of_four):
     search, (a, *_) = search_of_four
     search.config["evaluation"]["keep_weights"] = 0
     assert arrive(search, a, 0.9) == 0 and kept(search) == set()
-    assert set(transport.waiting_weights(search.pk, [a.pk])) == {a.pk}  # left to expire: nobody asked for them
+    assert set(transport.waiting_kept(search.pk, [a.pk])) == {a.pk}  # left to expire: nobody asked for them
 
 
 def test_the_best_zip_carries_the_kept_weights(search_of_four, settings, tmp_path):

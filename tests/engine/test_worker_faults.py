@@ -10,7 +10,8 @@ import pytest
 from tests.engine.conftest import (
     assert_each_recorded_once, finished, first_keys, launched, running_evaluation, simulated_config, wait_until,
 )
-from webapp.searches import accounting, transport
+from webapp.searches import accounting
+from webapp.messaging import transport
 from webapp.searches.models import Individual, Search
 
 pytestmark = pytest.mark.integration

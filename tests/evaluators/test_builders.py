@@ -54,7 +54,7 @@ def test_training_mode_backward_works_for_every_space():
 
 
 def test_peleenet_has_the_measured_size_on_cifar10():
-    """DESIGN.md's measurements used this network: 2.1 M parameters on CIFAR-shaped data."""
+    """The H100 measurements of the README used this network: 2.1 M parameters on CIFAR-shaped data."""
     summary = describe(PELEENET, {"name": "pelee"}, "cifar10")
     assert 2.0e6 < summary["params"] < 2.2e6
     channels = [row["output"][0] for row in summary["layers"] if row["block"] == "transition"]

@@ -76,19 +76,26 @@ def test_export_files_give_the_same_outputs(name, tmp_path):
 def test_evaluate_exports_the_trained_weights(tmp_path):
     genome, space = TINY["chain"]
     result = evaluate(genome, space, {"epochs": 2, "learning_rate": 0.003}, "digits", "cpu", export_to=tmp_path)
-    assert result["status"] == "ok" and "export_error" not in result["metrics"]
-    assert sorted(p.split("/")[-1] for p in result["exported"]) == ["genome.json", "model.onnx", "model.py", "weights.pt"]
+    assert result.status == "ok" and "export_error" not in result.metrics
+    assert sorted(result.artifacts) == ["genome.json", "model.onnx", "model.py", "weights.pt"]
     net = _load_standalone((tmp_path / "model.py").read_text(), load_weights(tmp_path / "weights.pt"))
-    from evaluators.datasets import load_dataset
+    from sklearn.datasets import load_digits
+
+    from evaluators.datasets import load_dataset, split_indices
 
     data = load_dataset("digits", "cpu", 0)
+    # The exported network takes raw digits (0..16, as scikit-learn loads them) and normalises them itself.
+    raw = load_digits().images[:, None].astype(np.float32)
+    _, held_out = split_indices(len(raw), 0.2, 0)
+    raw_val = torch.from_numpy(raw[held_out])
     with torch.no_grad():
-        accuracy = float((net(data.val_x).argmax(1) == data.val_y).float().mean())
+        accuracy = float((net(raw_val).argmax(1) == data.val_y).float().mean())
+    assert accuracy == pytest.approx(result.fitness, abs=1e-6)  # what the evaluation reported (float32 mean)
     assert accuracy > 0.5  # the trained weights, not a fresh initialisation
     session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
-    (onnx_out,) = session.run(None, {"images": data.val_x[:16].numpy()})
+    (onnx_out,) = session.run(None, {"images": raw_val[:16].numpy()})
     with torch.no_grad():
-        np.testing.assert_allclose(onnx_out, net(data.val_x[:16]).numpy(), atol=1e-4, rtol=1e-3)
+        np.testing.assert_allclose(onnx_out, net(raw_val[:16]).numpy(), atol=1e-4, rtol=1e-3)
 
 
 def test_describe_lists_every_layer():

@@ -8,7 +8,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404
 
 from webapp.searches.models import Individual, Search
-from webapp.searches.queries import visible_searches
+from webapp.services.queries import visible_searches
 
 
 def owned_search(request, search_id: int) -> Search:

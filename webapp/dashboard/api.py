@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from webapp.dashboard import charts, live
 from webapp.dashboard.access import api_login_required, owned_search
 from webapp.dashboard.pages import ACTIONS
-from webapp.searches import broadcast, lifecycle, queries
+from webapp.searches import broadcast
+from webapp.services import lifecycle, queries
 from webapp.searches.config import ConfigError
 
 

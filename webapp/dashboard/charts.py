@@ -1,4 +1,4 @@
-"""Figures of a search, built with plotly from plain data (points as ``recording.individual_event`` makes them,
+"""Figures of a search, built with plotly from plain data (points as ``broadcast.individual_event`` makes them,
 ``accounting.summary`` dicts, learning curves): data in, figure dict out, no browser.
 
 The live page draws these with plotly.js and grows them in place from websocket events; it finds a trace by

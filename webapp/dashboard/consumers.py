@@ -17,7 +17,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from webapp.searches import broadcast
-from webapp.searches.queries import visible_searches
+from webapp.services.queries import visible_searches
 
 CATCH_UP = 5000
 

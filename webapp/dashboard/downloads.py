@@ -1,4 +1,4 @@
-"""Downloads: thin views over ``webapp.searches.exports``; every one checks ownership first."""
+"""Downloads: thin views over ``webapp.services.exports``; every one checks ownership first."""
 from __future__ import annotations
 
 import io
@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.views.decorators.gzip import gzip_page
 
 from webapp.dashboard.access import owned_individual, owned_search
-from webapp.searches import exports
+from webapp.services import exports
 
 
 def _attachment(content, content_type: str, filename: str) -> HttpResponse:

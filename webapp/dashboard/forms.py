@@ -1,55 +1,70 @@
-"""The create-search form: one field per choice a user makes, checked field by field (every bad value gets its
-own error), then as a whole by the engine's ``check_config`` (its error lands on the field it names)."""
+"""The search form: one field per choice a user makes, checked field by field (every bad value gets its own
+error), then as a whole by the engine's ``check_config`` (its error lands on the field it names).
+
+Every field comes from the definition the engine checks against: the strategies' parameters from their
+``describe_params()``, the training budget from ``evaluators.budget``, the datasets from ``evaluators.catalog``,
+the evaluation's fields from ``webapp.searches.config``. A new strategy parameter or budget field appears here
+by itself.
+"""
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
 
+from evaluators import budget
+from evaluators.catalog import DATASETS
 from nas.spaces import SPACES
 from nas.strategies import STRATEGIES
-from webapp.searches.config import (DATASETS, OPTIMIZERS, POOL, TRAINED_FIELDS, TRAINING_FIELDS, ConfigError,
-                                    check_config)
+from nas.strategies.archive import MAX_SEED
+from webapp.searches.config import POOL, POOL_RULE, SIMULATED_FIELDS, TRAINED_FIELDS, ConfigError, check_config
 
-#: Defaults that finish a search in about two minutes on a laptop CPU with ``digits``.
+#: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
 DEFAULTS: dict[str, Any] = {
     "name": "digits search", "space": "chain", "strategy": "regularized", "population": 8, "sample_size": 3,
     "generations": 3, "max_evaluations": 24, "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1,
-    "objectives": "accuracy:max, params:min", "seed": 0, "dataset": "digits", "epochs": 3, "batch_size": 64,
-    "learning_rate": 0.001, "optimizer": "adam", "pool": "eval", "evaluation": "train", "sim_duration": 1.0,
+    "objectives": "accuracy:max, params:min", "seed": 0, "dataset": "digits", "pool": "eval",
+    "evaluation": "train", "sim_duration": SIMULATED_FIELDS["duration"][0],
     "keep_weights": TRAINED_FIELDS["keep_weights"][0],
-}
-#: The strategy parameters the form offers, with their labels.
-STRATEGY_PARAMS = {
-    "population": "Population", "sample_size": "Tournament size", "generations": "Generations",
-    "max_evaluations": "Evaluation budget", "p_mutation": "Mutation rate", "p_crossover": "Crossover rate",
-    "elitism": "Elitism", "objectives": "Objectives",
+    **{_name: value for _name, value in budget.defaults().items() if _name != "seed" and value is not None},
+    "training_seed": 0,
 }
 
 
-def strategies_with(param: str) -> list[str]:
-    return [name for name, cls in STRATEGIES.items() if any(p.name == param for p in cls.PARAMS)]
+def strategy_params() -> dict[str, dict[str, Any]]:
+    """Every strategy parameter by name (the first strategy's description of it), with the strategies that
+    take it."""
+    params: dict[str, dict[str, Any]] = {}
+    for name, cls in STRATEGIES.items():
+        for described in cls.describe_params():
+            params.setdefault(described["name"], {**described, "strategies": []})["strategies"].append(name)
+    return params
 
 
-def _param_field(name: str, label: str) -> forms.Field:
-    params = [p for cls in STRATEGIES.values() for p in cls.PARAMS if p.name == name]
-    first = params[0]
-    attrs = {"data-strategies": " ".join(strategies_with(name))}
-    help_text = first.help + " Blank: the strategy's default" + (" (no limit)." if first.optional else ".")
-    if name == "objectives":
-        return forms.CharField(label=label, required=False, help_text='Pairs "name:max" or "name:min", comma '
-                               "separated (metrics: accuracy, params, flops, latency_ms, fitness).",
+def _param_field(described: dict[str, Any]) -> forms.Field:
+    attrs = {"data-strategies": " ".join(described["strategies"])}
+    help_text = described["help"] + " Blank: the strategy's default" + (" (no limit)." if described["optional"] else ".")
+    if described["type"] == "objectives":
+        return forms.CharField(label=described["label"], required=False, help_text='Pairs "name:max" or "name:min", '
+                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness).",
                                widget=forms.TextInput(attrs=attrs))
-    kind = forms.IntegerField if first.type == "int" else forms.FloatField
-    return kind(label=label, required=False, min_value=first.low, max_value=first.high, help_text=help_text,
-                widget=forms.NumberInput(attrs={**attrs, "step": "any" if first.type == "float" else "1"}))
+    kind = forms.IntegerField if described["type"] == "int" else forms.FloatField
+    return kind(label=described["label"], required=False, min_value=described["low"], max_value=described["high"],
+                help_text=help_text,
+                widget=forms.NumberInput(attrs={**attrs, "step": "any" if described["type"] == "float" else "1"}))
 
 
-def _training_field(name: str, label: str) -> forms.Field:
-    default, kind, low, high = TRAINING_FIELDS[name]
-    field = forms.IntegerField if kind is int else forms.FloatField
-    return field(label=label, min_value=low, max_value=high,
-                 widget=forms.NumberInput(attrs={"step": "1" if kind is int else "any"}))
+def form_name(budget_field: str) -> str:
+    """The form field of a training-budget field (the budget's ``seed`` would clash with the strategy's)."""
+    return "training_seed" if budget_field == "seed" else budget_field
+
+
+def _budget_field(name: str, rule: budget.FieldRule) -> forms.Field:
+    if rule.choices:
+        return forms.ChoiceField(label=rule.label, help_text=rule.help, choices=[(c, c) for c in rule.choices])
+    kind = forms.IntegerField if rule.kind is int else forms.FloatField
+    return kind(label=rule.label, help_text=rule.help, required=rule.optional, min_value=rule.low,
+                max_value=rule.high, widget=forms.NumberInput(attrs={"step": "1" if rule.kind is int else "any"}))
 
 
 def parse_objectives(text: str) -> list[list[str]]:
@@ -64,40 +79,53 @@ class SearchForm(forms.Form):
     name = forms.CharField(max_length=200)
     space = forms.ChoiceField(label="Search space", choices=[(n, n) for n in SPACES])
     strategy = forms.ChoiceField(choices=[(n, n) for n in STRATEGIES])
-    seed = forms.IntegerField(min_value=0, help_text="Same seed, same candidates.")
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, help_text="Same seed, same candidates.")
     dataset = forms.ChoiceField(choices=[(n, n) for n in DATASETS])
-    epochs = _training_field("epochs", "Epochs")
-    batch_size = _training_field("batch_size", "Batch size")
-    learning_rate = _training_field("learning_rate", "Learning rate")
-    optimizer = forms.ChoiceField(choices=[(n, n) for n in OPTIMIZERS])
     pool = forms.RegexField(label="Worker pool", regex=POOL, max_length=100,
                             help_text="The queue its evaluation workers pull from (eval by default).",
-                            error_messages={"invalid": "Letters, digits, '.', '_' or '-' only."})
+                            error_messages={"invalid": f"Must be {POOL_RULE}."})
     evaluation = forms.ChoiceField(choices=[("train", "train (real PyTorch training)"),
                                             ("simulated", "simulated (no training; for trials)")])
     keep_weights = forms.IntegerField(
         label="Keep the trained weights of the best", min_value=TRAINED_FIELDS["keep_weights"][2],
         max_value=TRAINED_FIELDS["keep_weights"][3], required=False,
-        help_text="How many of the best individuals keep their trained weights (in the downloads); 0: none. "
-                  "Trained evaluations only.", widget=forms.NumberInput(attrs={"step": "1"}))
-    sim_duration = forms.FloatField(label="Simulated seconds per evaluation", required=False, min_value=0,
-                                    max_value=86400, widget=forms.NumberInput(attrs={"step": "any"}))
+        help_text="How many of the best individuals keep their trained weights and ONNX (in the downloads); "
+                  "0: none. Trained evaluations only.", widget=forms.NumberInput(attrs={"step": "1"}))
+    sim_duration = forms.FloatField(label="Simulated seconds per evaluation", required=False,
+                                    min_value=SIMULATED_FIELDS["duration"][2], max_value=SIMULATED_FIELDS["duration"][3],
+                                    widget=forms.NumberInput(attrs={"step": "any"}))
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, base: dict[str, Any] | None = None, **kwargs) -> None:
+        """``base``: the configuration being edited (a draft's), whose settings the form does not show are kept."""
         kwargs.setdefault("initial", DEFAULTS)
         super().__init__(*args, **kwargs)
-        for name, label in STRATEGY_PARAMS.items():
-            self.fields[name] = _param_field(name, label)
-        order = ["name", "space", "strategy", *STRATEGY_PARAMS, "seed", "dataset", "epochs", "batch_size",
-                 "learning_rate", "optimizer", "pool", "evaluation", "keep_weights", "sim_duration"]
-        self.order_fields(order)
+        self.base = base
+        self.params = strategy_params()
+        for name, described in self.params.items():
+            self.fields[name] = _param_field(described)
+        self.budget_fields = [form_name(name) for name in budget.rules()]
+        for name, rule in budget.rules().items():
+            self.fields[form_name(name)] = _budget_field(name, rule)
+        self.order_fields(["name", "space", "strategy", *self.params, "seed", "dataset", *self.budget_fields,
+                           "pool", "evaluation", "keep_weights", "sim_duration"])
         self.config: dict[str, Any] | None = None
 
-    def clean_learning_rate(self) -> float:
-        value = self.cleaned_data["learning_rate"]
-        if value is not None and value <= 0:
-            raise forms.ValidationError("Must be greater than 0.")
-        return value
+    @classmethod
+    def initial_from(cls, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        """The form's values for a stored configuration (a draft to edit): what :meth:`build_config` reads."""
+        strategy, evaluation = config["strategy"], config["evaluation"]
+        params = dict(strategy["params"])
+        if "objectives" in params:
+            params["objectives"] = ", ".join(f"{n}:{d}" for n, d in params["objectives"])
+        initial = {**DEFAULTS, **{k: v for k, v in params.items()}, "name": name, "space": config["space"]["name"],
+                   "strategy": strategy["name"], "seed": strategy["seed"], "dataset": config["dataset"],
+                   "pool": config["pool"], "evaluation": evaluation["mode"],
+                   **{form_name(k): v for k, v in config["training"].items()}}
+        if evaluation["mode"] == "train":
+            initial["keep_weights"] = evaluation.get("keep_weights")
+        else:
+            initial["sim_duration"] = evaluation.get("duration")
+        return initial
 
     def clean_objectives(self) -> list[list[str]] | None:
         text = self.cleaned_data.get("objectives") or ""
@@ -107,29 +135,34 @@ class SearchForm(forms.Form):
                 raise forms.ValidationError(f'"{name}:{direction}" is not a pair like "accuracy:max".')
         return pairs or None
 
-    def build_config(self) -> dict[str, Any]:
+    def build_config(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The configuration the form describes; ``base`` (a draft's) keeps what the form does not show, such as
+        a space's own parameters."""
         data = self.cleaned_data
         strategy = data["strategy"]
         accepted = {p.name for p in STRATEGIES[strategy].PARAMS}
+        optional = {p.name for p in STRATEGIES[strategy].PARAMS if p.optional}
         params = {}
-        for name in STRATEGY_PARAMS:
+        for name in self.params:
             if name in accepted and data.get(name) is not None:
                 params[name] = data[name]
-        optional = {p.name for p in STRATEGIES[strategy].PARAMS if p.optional}
-        for name in optional & accepted:  # a blank optional field means "no limit", not the default
-            if data.get(name) is None and name in self.data and name != "objectives":
-                params[name] = None
-        evaluation = {"mode": "train"}
+            elif name in optional and name in self.data and name != "objectives":
+                params[name] = None  # a blank optional field means "no limit", not the default
+        evaluation: dict[str, Any] = {"mode": "train"}
         if data.get("keep_weights") is not None:  # blank: check_config's default
             evaluation["keep_weights"] = data["keep_weights"]
         if data["evaluation"] == "simulated":
-            evaluation = {"mode": "simulated", "duration": data.get("sim_duration") or DEFAULTS["sim_duration"]}
+            base_evaluation = (base or {}).get("evaluation", {})
+            evaluation = {**(base_evaluation if base_evaluation.get("mode") == "simulated" else {}),
+                          "mode": "simulated", "duration": data.get("sim_duration") or DEFAULTS["sim_duration"]}
+        space = {"name": data["space"]}
+        if base and base["space"]["name"] == data["space"]:
+            space = base["space"]
         return {
-            "space": {"name": data["space"]},
+            "space": space,
             "strategy": {"name": strategy, "seed": data["seed"], "params": params},
             "dataset": data["dataset"],
-            "training": {"epochs": data["epochs"], "batch_size": data["batch_size"],
-                         "learning_rate": data["learning_rate"], "optimizer": data["optimizer"]},
+            "training": {name: data[form_name(name)] for name in budget.rules()},
             "evaluation": evaluation,
             "pool": data["pool"],
         }
@@ -139,7 +172,7 @@ class SearchForm(forms.Form):
         if self.errors:
             return cleaned
         try:
-            self.config = check_config(self.build_config())
+            self.config = check_config(self.build_config(self.base))
         except ConfigError as error:
             self.add_error(field_for(error.field, self.fields), str(error).split(": ", 1)[-1])
         return cleaned
@@ -148,7 +181,8 @@ class SearchForm(forms.Form):
 def field_for(dotted: str, fields) -> str | None:
     """The form field a ``ConfigError``'s dotted field names (``strategy.params.population`` -> population)."""
     special = {"strategy.name": "strategy", "strategy.seed": "seed", "evaluation.duration": "sim_duration",
-               "evaluation.mode": "evaluation", "evaluation.keep_weights": "keep_weights"}
+               "evaluation.mode": "evaluation", "evaluation.keep_weights": "keep_weights",
+               "training.seed": "training_seed"}
     if dotted in special:
         return special[dotted]
     last = dotted.rsplit(".", 1)[-1]

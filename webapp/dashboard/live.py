@@ -6,7 +6,8 @@ import time
 from typing import Any
 
 from webapp.dashboard import charts
-from webapp.searches import accounting, queries
+from webapp.searches import accounting
+from webapp.services import queries
 from webapp.searches.models import Search
 
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from webapp.dashboard import architecture, charts
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
-from webapp.searches import exports, lifecycle, nodes, queries
+from webapp.services import exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}

@@ -1,5 +1,8 @@
 """Live accounting of a search, updated as each result is recorded (no recomputation per page view).
 
+The control loop's recording changes ``Search.stats`` only through the ``count_*`` functions here; the pages
+read it through :func:`summary`. Both processes import this module: it is plain data in, plain data out.
+
 ``stats`` is plain JSON kept in the search row: per node (``node/device``) and per slot the evaluations, the
 failures and the busy seconds; the serial time (sum of evaluation durations); the first dispatch and last
 finish; the bytes of the packets sent and of the results received. :func:`summary` derives the figures the
@@ -15,9 +18,11 @@ def new_stats(now: float) -> dict[str, Any]:
             "slots": {}, "bytes_sent": 0, "bytes_received": 0, "packets": 0, "resent": 0}
 
 
-def count_packet(stats: dict[str, Any], nbytes: int) -> None:
+def count_packet(stats: dict[str, Any], nbytes: int, resent: int = 0) -> None:
+    """One packet of ``nbytes`` sent; ``resent`` of its individuals had been sent before."""
     stats["packets"] += 1
     stats["bytes_sent"] += nbytes
+    stats["resent"] = stats.get("resent", 0) + resent
 
 
 def count_result(stats: dict[str, Any], *, node: str, device: str, slot: str, ok: bool, duration: float,

@@ -14,7 +14,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
-from webapp.searches.models import Event, Search
+from webapp.searches.models import Event, Individual, Search
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +62,18 @@ def events_after(search_id: int, seq: int, limit: int = 5000) -> list[dict[str, 
     """The search's events with a sequence number above ``seq``, oldest first."""
     rows = Event.objects.filter(search_id=search_id, seq__gt=seq).order_by("seq")[:limit]
     return [event_payload(event) for event in rows]
+
+
+def individual_event(individual: Individual) -> dict[str, Any]:
+    """What a page needs to draw an individual (the websocket's deltas and the snapshot share it)."""
+    return {
+        "id": individual.pk, "number": individual.number, "status": individual.status, "fitness": individual.fitness,
+        "key": individual.key, "description": individual.description, "generation": individual.generation,
+        "operator": individual.operator, "node": individual.node, "device": individual.device, "slot": individual.slot,
+        "failure": individual.failure, "attempts": individual.attempts,
+        "params": (individual.metrics or {}).get("params"),
+        "dispatched": individual.dispatched.timestamp() if individual.dispatched else None,
+        "started": individual.started.timestamp() if individual.started else None,
+        "finished": individual.finished.timestamp() if individual.finished else None,
+        "duration": individual.duration,
+    }

@@ -1,7 +1,8 @@
 """Searches, their individuals, their events and the evaluation workers: fields only.
 
-Writes go through the services (``lifecycle``, ``recording``, ``broadcast``, ``nodes``); only a search's own
-control loop writes its individuals.
+Writes go through the services: a search's own control loop writes its individuals and its results
+(``webapp.control.recording``), the user's actions its status (``webapp.services.lifecycle``), the reaper the
+worker registry (``webapp.control.registry``), and both the events (``webapp.searches.broadcast``).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class Search(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="searches")
     name = models.CharField(max_length=200, help_text="A name of the owner's choice.")
-    config = models.JSONField(help_text="The checked search configuration (webapp.searches.config.SearchConfig).")
+    config = models.JSONField(help_text="The checked search configuration (webapp.searches.config.check_config).")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
     status_reason = models.TextField(blank=True, help_text="Why the search stopped or failed, in words.")
     strategy_state = models.JSONField(
@@ -93,15 +94,18 @@ class Individual(models.Model):
 
 
 class Weights(models.Model):
-    """The trained weights of one of a search's best individuals (``torch.save`` of a flat dict of CPU tensors).
+    """The files kept for one of a search's best individuals: its trained weights (``torch.save`` of a flat dict
+    of CPU tensors), the standalone PyTorch source and the ONNX export that the worker wrote when it trained it.
 
-    Workers put every trained state in Redis for a while; the loop keeps the best ``keep_weights`` of them here
-    and deletes those that leave the best (``webapp.searches.weights``)."""
+    Workers leave these in Redis for a while; the loop keeps those of the best ``keep_weights`` individuals here
+    and deletes those that leave the best (``webapp.control.kept``). Downloads only zip these bytes."""
 
     individual = models.OneToOneField(Individual, on_delete=models.CASCADE, related_name="weights")
-    data = models.BinaryField()
+    data = models.BinaryField(help_text="weights.pt: the trained state_dict (tensors only).")
     nbytes = models.PositiveIntegerField()
     sha256 = models.CharField(max_length=64)
+    source = models.TextField(blank=True, help_text="model.py: the standalone source, written by the worker.")
+    onnx = models.BinaryField(null=True, blank=True, help_text="model.onnx with these weights (empty if it failed).")
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -126,18 +130,15 @@ class Event(models.Model):
 
 
 class ArchiveRow(models.Model):
-    """One row of a strategy's archive (a candidate asked, or a result told), as its ``state_dict()`` wrote it.
+    """One entry of a list in a strategy's state that only grows (its ``APPEND_ONLY`` lists: an archive's
+    candidates asked and results told), as its ``state_dict()`` wrote it.
 
-    The archive only grows, so it is stored a row at a time: saving the state after a result writes that
-    result's row, not the whole archive again (see ``strategy_store``)."""
-
-    class Kind(models.TextChoices):
-        CANDIDATE = "c", "candidate"
-        RESULT = "r", "result"
+    Such lists are stored a row at a time: saving the state after a result writes that result's row, not the
+    whole list again (see ``webapp.control.strategy_store``)."""
 
     search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="archive_rows")
-    kind = models.CharField(max_length=1, choices=Kind.choices)
-    index = models.PositiveIntegerField(help_text="Its place in the state's list of candidates or of results.")
+    kind = models.CharField(max_length=32, help_text="The state's list this row belongs to (e.g. candidates).")
+    index = models.PositiveIntegerField(help_text="Its place in that list.")
     data = models.JSONField()
 
     class Meta:
@@ -145,7 +146,7 @@ class ArchiveRow(models.Model):
         constraints = [models.UniqueConstraint(fields=["search", "kind", "index"], name="unique_archive_row")]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} row {self.index} of search {self.search_id}"
+        return f"{self.kind} row {self.index} of search {self.search_id}"
 
 
 class Worker(models.Model):

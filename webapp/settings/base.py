@@ -126,8 +126,8 @@ REDIS_URL = _redis_url()
 CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 
 # ---------------------------------------------------------------------------------------------------------
-# Celery. The database is the truth and queues are only transport (DESIGN.md, "Nothing is lost"); these
-# settings make the transport deliver each task at least once and never run pickled content.
+# Celery. The database is the truth and queues are only transport: these settings make the transport deliver
+# each task at least once and never run pickled content; the engine makes a second delivery harmless.
 # ---------------------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -178,15 +178,15 @@ CELERY_TASK_TRACK_STARTED = True
 CELERY_TASK_DEFAULT_QUEUE = "control"
 CELERY_TASK_ROUTES = {
     "webapp.stack.tasks.ping": {"queue": "eval"},
-    "webapp.searches.tasks.run_search": {"queue": "control"},
-    "webapp.searches.tasks.evaluate_batch": {"queue": "eval"},  # the loop names the search's pool queue
+    "webapp.control.tasks.run_search": {"queue": "control"},
+    "webapp.worker.tasks.evaluate_batch": {"queue": "eval"},  # the loop names the search's pool queue
 }
 # Our own heartbeats in Redis replace Celery's worker events (which cost a core with many workers).
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # ---------------------------------------------------------------------------------------------------------
-# The engine (webapp.searches): heartbeats, leases and attempts. The tests shorten these through the environment.
+# The engine (webapp.control, webapp.worker): heartbeats, leases and attempts. The tests shorten these through the environment.
 # ---------------------------------------------------------------------------------------------------------
 # A running evaluation refreshes its heartbeat this often; a heartbeat older than the TTL means its worker died.
 NAS_HEARTBEAT_SECONDS = float(env_str("NAS_HEARTBEAT_SECONDS", "5"))

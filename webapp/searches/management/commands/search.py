@@ -7,7 +7,7 @@
     python manage.py search resume 7
     python manage.py search export 7 --out results/7 --best 5
 
-A thin layer over ``webapp.searches.lifecycle`` and ``webapp.searches.exports``: the same services the web pages
+A thin layer over ``webapp.services.lifecycle`` and ``webapp.services.exports``: the same services the web pages
 call. Every error is one line on stderr and a non-zero exit code; nothing is changed then.
 """
 from __future__ import annotations
@@ -22,10 +22,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from webapp.searches import accounting, lifecycle
+from webapp.searches import accounting
+from webapp.services import lifecycle
 from webapp.searches.config import ConfigError
 from webapp.searches.models import Search
-from webapp.searches.progress import progress_line
+from webapp.services.progress import progress_line
 
 ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
 
@@ -144,7 +145,7 @@ class Command(BaseCommand):
         self.watch(options["id"], options["interval"], options["timeout"])
 
     def do_export(self, options) -> None:
-        from webapp.searches import exports
+        from webapp.services import exports
 
         search = self.search(options["id"])
         if options["best"] < 1:

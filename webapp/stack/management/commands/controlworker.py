@@ -16,13 +16,14 @@ class Command(BaseCommand):
         parser.add_argument("--loglevel", default="INFO")
 
     def handle(self, *args, **options):
-        from webapp.searches.reaper import Reaper
+        from webapp.control.reaper import Reaper
 
-        # Restarts the loop of any search whose control worker died (a thread: see webapp.searches.reaper).
+        # Restarts the loop of any search whose control worker died (a thread: see webapp.control.reaper).
         Reaper().start()
         app.worker_main([
             "worker",
             "--queues", "control",
+            "--include", "webapp.control.tasks",  # this process's tasks only (the others send them by name)
             "--hostname", f"control@{options['node']}",
             "--concurrency", str(options["concurrency"]),
             "--loglevel", options["loglevel"],

@@ -61,11 +61,12 @@ class Command(BaseCommand):
 
     def run_worker(self, device: str, options) -> None:
         node, short = options["node"], device.replace(":", "")
-        # Inherited by the pool's processes: each one is a slot announcing itself (webapp.searches.slots).
+        # Inherited by the pool's processes: each one is a slot announcing itself (webapp.worker.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
         app.worker_main([
             "worker",
             "--queues", f"{options['pool']},eval.{node}.{short}",
+            "--include", "webapp.worker.tasks",  # this process's tasks only (the loop sends them by name)
             "--hostname", f"eval-{short}@{node}",
             "--concurrency", str(options["slots"]),
             "--prefetch-multiplier", "1",

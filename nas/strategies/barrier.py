@@ -16,20 +16,25 @@ from collections.abc import Iterator
 from typing import Any
 
 from nas.spaces.base import SearchSpace
-from nas.strategies.archive import DUPLICATE_RETRIES, ArchiveStrategy, Param, Proposal
+from nas.strategies.archive import DUPLICATE_RETRIES, MAX_EVALUATIONS_LIMIT, ArchiveStrategy, Param, Proposal
+
+#: The most generations a generational search may plan.
+MAX_GENERATIONS = 10_000
 
 GENERATIONS = Param(
     "generations", "int",
     "Generations to evaluate, the sampled generation 0 included; None: no limit (then set max_evaluations).",
-    low=1, optional=True,
+    low=1, high=MAX_GENERATIONS, optional=True, label="Generations",
 )
 OPTIONAL_MAX_EVALUATIONS = Param(
     "max_evaluations", "int",
     "Candidates to evaluate at most (reused results do not count); None: no limit (then set generations).",
-    low=1, optional=True,
+    low=1, high=MAX_EVALUATIONS_LIMIT, optional=True, label="Evaluation budget",
 )
-P_CROSSOVER = Param("p_crossover", "float", "Probability that a pair of parents is recombined.", low=0, high=1)
-P_MUTATION = Param("p_mutation", "float", "Probability that a child is mutated (per individual).", low=0, high=1)
+P_CROSSOVER = Param("p_crossover", "float", "Probability that a pair of parents is recombined.", low=0, high=1,
+                    label="Crossover rate")
+P_MUTATION = Param("p_mutation", "float", "Probability that a child is mutated (per individual).", low=0, high=1,
+                   label="Mutation rate")
 
 
 def with_mutation(operator: str | None) -> str:

@@ -1,6 +1,8 @@
 """The lease a control loop holds on its search: owner and expiry in the search row, renewed every few
-seconds. A second loop for the same search exits at once while the lease is live; a loop whose lease was
-taken over (it stalled past the expiry) stops writing."""
+seconds. A second loop for the same search exits at once while the lease is live. The lease also fences: every
+write of a loop checks, in its own transaction, that the loop still holds the lease (``recording.fenced``), so a
+loop that stalled past its expiry (swapped out, stopped, paused in a debugger) and was taken over writes nothing
+when it wakes up: it raises :class:`LeaseLost` and stops."""
 from __future__ import annotations
 
 import datetime as dt
@@ -15,6 +17,10 @@ from django.utils import timezone
 from webapp.searches.models import Search
 
 ACTIVE = (Search.Status.RUNNING, Search.Status.STOPPING)
+
+
+class LeaseLost(RuntimeError):
+    """Another loop holds the search now: this one must stop writing at once."""
 
 
 def new_owner() -> str:

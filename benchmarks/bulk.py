@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from webapp.searches import accounting, lifecycle
+from webapp.searches import accounting
+from webapp.services import lifecycle
 from webapp.searches.models import Individual, Search
 
 CONFIG = {"space": {"name": "chain", "max_layers": 4},

@@ -1,4 +1,5 @@
-"""The reaper: restarts the loop of every active search whose lease expired (its control worker died).
+"""The reaper: restarts the loop of every active search whose lease expired (its control worker died), and
+keeps the registry of evaluation workers up to date (its one writer).
 
 It runs as a thread in each control worker's main process (not as a task: a task would wait behind the long
 search loops that fill the control worker's pool). Several reapers are harmless: a restart is sent at most
@@ -19,20 +20,19 @@ import threading
 from django.conf import settings
 from django.db import connections
 
-from webapp.searches import lease, nodes, transport
+from webapp.control import lease, registry
+from webapp.messaging import dispatch, transport
 
 log = logging.getLogger(__name__)
 
 
 def reap_once() -> list[int]:
     """Send ``run_search`` for each active search without a live loop; returns their ids."""
-    from webapp.searches.tasks import run_search
-
     restarted = []
     for search_id in lease.expired_searches():
         if transport.client().set(f"nas:reaped:{search_id}", "1", nx=True, px=int(settings.NAS_LEASE_SECONDS * 1000)):
             log.warning("search %s has no live loop: restarting it", search_id)
-            run_search.apply_async(args=[search_id], queue="control")
+            dispatch.start_loop(search_id)
             restarted.append(search_id)
     return restarted
 
@@ -56,7 +56,7 @@ class Reaper(threading.Thread):
         with self._round:
             try:
                 reap_once()
-                nodes.sync_workers()
+                registry.sync_workers()
             except Exception as error:  # the database or Redis is restarting: next round
                 log.warning("reaper round failed: %s", error)
             finally:

@@ -14,7 +14,7 @@ import threading
 
 from django.conf import settings
 
-from webapp.searches import transport
+from webapp.messaging import transport
 
 log = logging.getLogger(__name__)
 

@@ -1,40 +1,55 @@
-"""The evolutionary loop of one search: the only producer of work and the only writer of its individuals.
+"""The evolutionary loop of one search: the only producer of work, and the one process that writes the search's
+individuals (through ``recording``, fenced by its lease).
 
 One iteration: renew the lease -> collect the workers' messages (record, tell, save the strategy state, all in
 one transaction; then publish the events) -> re-send what went stale -> ask the strategy for as many candidates
-as there are free slots, create them (committed) and send them as seed 000's packets -> stop when the strategy
-is done, the user stopped it, or the lease was lost.
+as there is room for, create them (committed) and send them as seed 000's packets -> stop when the strategy is
+done, the user stopped it, or the lease was lost.
+
+The loop only orchestrates: it is given how to send a packet (``send``), so it runs without Celery in tests.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.searches import accounting, broadcast, lease, packets, recording, strategy_store, transport, weights
+from webapp.control import kept, lease, recording, strategy_store
+from webapp.control.lease import LeaseLost
+from webapp.messaging import messages, signing, transport
+from webapp.searches import broadcast
 from webapp.searches.models import Individual, Search
 
 log = logging.getLogger(__name__)
 IN_FLIGHT = (Individual.Status.QUEUED, Individual.Status.RUNNING)
+#: ``send(packet, signature, task_id, queue)``: hands one signed packet to an evaluation pool.
+Send = Callable[[dict[str, Any], str, str, str], None]
 
 
-class LeaseLost(RuntimeError):
-    """Another loop holds the search now: this one must stop writing at once."""
+@dataclasses.dataclass
+class Batch:
+    """What one collect did, for after its transaction: events to publish, individuals to send again."""
+
+    events: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    recorded: list[Individual] = dataclasses.field(default_factory=list)
+    resend: list[Individual] = dataclasses.field(default_factory=list)
 
 
 class SearchLoop:
-    def __init__(self, search_id: int, owner: str) -> None:
+    def __init__(self, search_id: int, owner: str, send: Send) -> None:
         self.search_id = search_id
         self.owner = owner
+        self.send = send
         self.search = Search.objects.get(pk=search_id)
         config = self.search.config
         self.space = space_from_config(config["space"])
@@ -49,16 +64,17 @@ class SearchLoop:
         self._checked_stale = 0.0
         self._slots_seen = 0.0
         self._live_slots: list[dict[str, Any]] = []
+        self._handlers = {messages.Started: self._started, messages.Progress: self._progress,
+                          messages.Result: self._result, messages.Skipped: self._skipped}
 
     # --- the loop ----------------------------------------------------------------------------------------------
 
     def run(self) -> str:
         """Run until the search ends; returns why it ended (``finished``, ``stopped``, ``lease lost``)."""
-        if not self.search.stats:
-            self.search.stats = accounting.new_stats(time.time())
-            self.search.save(update_fields=["stats"])
-        self._send_unsent()
         try:
+            with recording.fenced(self.search_id, self.owner) as search:
+                recording.start_accounting(search, time.time())
+            self._send_unsent()
             while True:
                 self._renew()
                 status = Search.objects.filter(pk=self.search_id).values_list("status", flat=True).get()
@@ -71,74 +87,76 @@ class SearchLoop:
                 self.dispatch()
                 if self.strategy.done and not self._in_flight().exists():
                     return self._end(Search.Status.FINISHED, "")
-        except LeaseLost:
-            log.warning("search %s: lease taken over; this loop stops", self.search_id)
+        except LeaseLost as error:
+            log.warning("search %s: lease taken over; this loop stops (%s)", self.search_id, error)
             return "lease lost"
 
     def _renew(self, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self._renewed > settings.NAS_LEASE_SECONDS / 3:
             if not lease.renew(self.search_id, self.owner):
-                raise LeaseLost(self.search_id)
+                raise LeaseLost(f"search {self.search_id}: the lease of {self.owner} was taken over")
             self._renewed = now
 
     def _in_flight(self):
         return Individual.objects.filter(search_id=self.search_id, status__in=IN_FLIGHT)
 
-    # --- results -----------------------------------------------------------------------------------------------
+    # --- messages ----------------------------------------------------------------------------------------------
 
     def collect(self, wait: float) -> int:
-        """Record every message waiting (up to ``wait`` seconds for the first); returns how many."""
-        messages = transport.take_messages(self.search_id, wait)
-        if not messages:
+        """Record every message waiting (up to ``wait`` seconds for the first); returns how many were taken."""
+        raw = transport.take_messages(self.search_id, wait)
+        if not raw:
             return 0
         self._renew(force=True)
-        events: list[tuple[str, dict[str, Any]]] = []
-        resend: list[Individual] = []
-        recorded: list[Individual] = []
-        with transaction.atomic():
-            search = Search.objects.select_for_update().get(pk=self.search_id)
-            by_id = Individual.objects.in_bulk([m.get("individual") for m in messages if isinstance(m.get("individual"), int)])
-            for message in messages:
-                individual = by_id.get(message.get("individual"))
+        parsed = []
+        for item in raw:
+            try:
+                parsed.append(messages.parse(item.data))
+            except messages.MalformedMessage as error:
+                log.warning("search %s: dropped a malformed message (%s): %.200s", self.search_id, error, item.data)
+        batch = Batch()
+        with recording.fenced(self.search_id, self.owner) as search:
+            ids = [m.origin.individual for m in parsed]
+            by_id = Individual.objects.in_bulk(ids)
+            for message in parsed:
+                individual = by_id.get(message.origin.individual)
                 if individual is None or individual.search_id != self.search_id:
-                    log.warning("search %s: ignored a message for an unknown individual: %.200s", self.search_id, message)
+                    log.warning("search %s: ignored a message for an unknown individual: %s", self.search_id, message.origin)
                     continue
-                kind = message.get("type")
-                if kind == "started" and recording.mark_started(individual, message):
-                    events.append(("individual.started", recording.individual_event(individual)))
-                elif kind == "result":
-                    result = recording.record_result(search, individual, message, nbytes=len(json.dumps(message)))
-                    if result is not None:
-                        self.strategy.tell(individual.number, result)
-                        recorded.append(individual)
-                        events.append(("individual.finished", recording.individual_event(individual)))
-                elif kind == "skipped" and individual.status not in Individual.FINAL:
-                    resend.append(individual)
-            if recorded:
-                self._save_progress(search, events, recorded)
+                self._handlers[type(message)](search, individual, message, batch)
+            if batch.recorded:
+                batch.events.append(("search.progress", recording.save_progress(search, self.strategy, batch.recorded)))
             else:
-                search.save(update_fields=["stats"])
-            broadcast.notify_many(self.search_id, events)
+                recording.save_stats(search)
+            broadcast.notify_many(self.search_id, batch.events)
         self.search = search
-        transport.ack_messages(self.search_id, len(messages))
-        weights.drop_waiting(search, messages)
-        if resend and not transport.is_stopped(self.search_id):
-            self._send(resend, resent=True)
-        return len(messages)
+        transport.ack_messages(self.search_id, raw)
+        kept.drop_waiting(search, [m.origin.individual for m in parsed if isinstance(m, messages.Result)])
+        if batch.resend and not transport.is_stopped(self.search_id):
+            self._send(batch.resend, resent=True)
+        return len(raw)
 
-    def _save_progress(self, search: Search, events: list, recorded: list[Individual] = ()) -> None:
-        strategy_store.save(search, self.strategy)
-        weights.keep_best(search, list(recorded))
-        numbers = [candidate.id for candidate, _ in self.strategy.best(5)]
-        ids = dict(Individual.objects.filter(search_id=self.search_id, number__in=numbers).values_list("number", "pk"))
-        search.best = [ids[n] for n in numbers if n in ids]  # best first
-        search.save(update_fields=["strategy_state", "stats", "best", "best_fitness", "evaluations_done"])
-        events.append(("search.progress", self.progress(search)))
+    def _started(self, search: Search, individual: Individual, message: messages.Started, batch: Batch) -> None:
+        if recording.mark_started(individual, message):
+            batch.events.append(("individual.started", broadcast.individual_event(individual)))
 
-    def progress(self, search: Search) -> dict[str, Any]:
-        return {"status": search.status, "done": search.evaluations_done, "total": search.evaluations_total,
-                "best_fitness": search.best_fitness, "stats": accounting.summary(search.stats)}
+    def _progress(self, search: Search, individual: Individual, message: messages.Progress, batch: Batch) -> None:
+        if recording.record_progress(individual, message):
+            batch.events.append(("individual.progress", {"id": individual.pk, "number": individual.number,
+                                                          "point": individual.curve[-1]}))
+
+    def _result(self, search: Search, individual: Individual, message: messages.Result, batch: Batch) -> None:
+        nbytes = len(json.dumps(messages.to_dict(message)))
+        result = recording.record_result(search, individual, message, nbytes=nbytes)
+        if result is not None:
+            self.strategy.tell(individual.number, result)
+            batch.recorded.append(individual)
+            batch.events.append(("individual.finished", broadcast.individual_event(individual)))
+
+    def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
+        if individual.status not in Individual.FINAL:
+            batch.resend.append(individual)
 
     # --- lost work ---------------------------------------------------------------------------------------------
 
@@ -170,16 +188,17 @@ class SearchLoop:
                         [i.number for i in resend])
             self._send(resend, resent=True)
 
-    def _fail(self, individuals: list[Individual], reason: str, message: str) -> None:
+    def _fail(self, individuals: list[Individual], reason: str, text: str) -> None:
         events: list[tuple[str, dict[str, Any]]] = []
-        with transaction.atomic():
-            search = Search.objects.select_for_update().get(pk=self.search_id)
+        with recording.fenced(self.search_id, self.owner) as search:
+            recorded = []
             for individual in individuals:
-                result = recording.fail_individual(search, individual, reason, message)
+                result = recording.fail_individual(search, individual, reason, text)
                 if result is not None:
                     self.strategy.tell(individual.number, result)
-                    events.append(("individual.finished", recording.individual_event(individual)))
-            self._save_progress(search, events)
+                    recorded.append(individual)
+                    events.append(("individual.finished", broadcast.individual_event(individual)))
+            events.append(("search.progress", recording.save_progress(search, self.strategy, recorded)))
             broadcast.notify_many(self.search_id, events)
         self.search = search
 
@@ -203,13 +222,11 @@ class SearchLoop:
         candidates = self.strategy.ask(room)
         if not candidates:
             return 0
-        with transaction.atomic():
-            search = Search.objects.select_for_update().get(pk=self.search_id)
+        with recording.fenced(self.search_id, self.owner) as search:
             individuals = recording.create_individuals(search, self.space, candidates)
-            strategy_store.save(search, self.strategy)
-            search.save(update_fields=["strategy_state"])
+            recording.save_strategy(search, self.strategy)
             broadcast.notify_many(
-                self.search_id, [("individual.created", recording.individual_event(i)) for i in individuals]
+                self.search_id, [("individual.created", broadcast.individual_event(i)) for i in individuals]
             )
         self.search = search
         self._send(individuals)
@@ -223,40 +240,33 @@ class SearchLoop:
 
     def _send(self, individuals: list[Individual], resent: bool = False) -> None:
         """Send individuals as packets to the pool queue, each one task: at most seed 000's adaptive ``ind_len``
-        each, and no fewer packets than live slots, so no slot idles while another holds two."""
-        from webapp.searches.tasks import evaluate_batch
-
+        each, and no fewer packets than live slots, so no slot idles while another holds two. The packets are
+        recorded as sent (fenced) before they go; one lost between the two is sent again after the queue grace."""
         config = self.search.config
         slots = max(len(self.live_slots()), 1)
         rounds = self.search.stats.get("packets", 0) // slots
         ind_len = adaptive_ind_len(self.population, slots, rounds) or 1
-        now = timezone.now()
+        packets = []
         for chunk in split_packets(individuals, slots, ind_len):
-            task_id = uuid.uuid4().hex
-            data, signature = packets.build([
+            data, signature = signing.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
                  "space": config["space"], "dataset": config["dataset"], "training": config["training"],
                  "evaluation": config["evaluation"]}
                 for i in chunk
             ])
-            Individual.objects.filter(pk__in=[i.pk for i in chunk]).update(
-                task_id=task_id, dispatched=now, status=Individual.Status.QUEUED
-            )
-            evaluate_batch.apply_async(args=[data, signature], task_id=task_id, queue=self.pool)
-            accounting.count_packet(self.search.stats, len(json.dumps(data)) + len(signature))
-            if resent:
-                self.search.stats["resent"] = self.search.stats.get("resent", 0) + len(chunk)
-        Search.objects.filter(pk=self.search_id).update(stats=self.search.stats)
+            packets.append((chunk, data, signature, uuid.uuid4().hex))
+        with recording.fenced(self.search_id, self.owner) as search:
+            for chunk, data, signature, task_id in packets:
+                recording.mark_sent(search, chunk, task_id, len(json.dumps(data)) + len(signature), resent)
+            recording.save_stats(search)
+        self.search = search
+        for _, data, signature, task_id in packets:
+            self.send(data, signature, task_id, self.pool)
 
     # --- the end -----------------------------------------------------------------------------------------------
 
     def _end(self, status: str, reason: str) -> str:
-        with transaction.atomic():
-            search = Search.objects.select_for_update().get(pk=self.search_id)
-            search.status, search.status_reason = status, reason
-            if status == Search.Status.FINISHED:
-                search.finished = timezone.now()
-            search.save(update_fields=["status", "status_reason", "finished"])
-            broadcast.notify_many(self.search_id, [("search.status", {**self.progress(search), "reason": reason})])
+        with recording.fenced(self.search_id, self.owner) as search:
+            broadcast.notify_many(self.search_id, [("search.status", recording.end_search(search, status, reason))])
         log.info("search %s %s %s", self.search_id, status, reason)
         return status

@@ -36,7 +36,11 @@ def sign(data: dict[str, Any]) -> str:
 
 
 def build(individuals: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
-    """A packet handing ``individuals`` to a node (operation type 0) and its signature."""
+    """The packet handing ``individuals`` to whichever slot applies for work next, and its signature.
+
+    Table 2 of seed 000 types a packet by the exchange it belongs to; the server's reply to a node that applies
+    for new data carries the raw individuals, so it goes out as that exchange's type, :data:`REQUEST`. (Here a
+    slot applies by pulling its queue when it is free, Celery's prefetch of one.)"""
     data = Packet(REQUEST, len(individuals), individuals).to_dict()
     return data, sign(data)
 
@@ -69,7 +73,7 @@ def parse(data: Any, signature: Any) -> Packet:
         raise MalformedPacket("bad or missing signature: not sent by this installation's search loop "
                               "(do the worker and the control worker share NAS_TASK_KEY / SECRET_KEY?)")
     try:
-        packet = Packet(**data)
+        packet = Packet.from_dict(data)
     except (TypeError, ValueError) as error:
         raise MalformedPacket(str(error)) from None
     for position, individual in enumerate(packet.ind_set):

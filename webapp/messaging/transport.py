@@ -5,14 +5,15 @@ individuals) records what they report.
 
 | key | kind | written by | meaning |
 | --- | --- | --- | --- |
-| ``nas:results:<search>`` | list | workers | ``started``, ``result`` and ``skipped`` messages (JSON), in arrival order |
+| ``nas:results:<search>`` | list | workers | their messages (``webapp.messaging.messages``, JSON), in arrival order |
 | ``nas:results:<search>:processing`` | list | the loop | messages taken but not yet committed (reliable queue) |
 | ``nas:hb:<search>:<individual>`` | string, TTL | the evaluating slot | heartbeat: who runs it since when |
 | ``nas:starts:<search>:<individual>`` | counter | workers | how many times a worker started it (attempts) |
 | ``nas:done:<search>:<individual>`` | string | workers | a result was pushed: a redelivered task skips it |
 | ``nas:stop:<search>`` | string | the web / services | the search is stopped: queued tasks are skipped |
 | ``nas:slot:<node>:<device>:<slot>`` | string, TTL | each worker slot | the slot is alive (JSON: pool, slots, current) |
-| ``nas:weights:<search>:<individual>`` | bytes, TTL | the evaluating slot | trained weights, until the loop keeps or drops them |
+| ``nas:kept:<search>:<individual>`` | hash, TTL | the evaluating slot | ``weights.pt``, ``model.py``, ``model.onnx`` of a trained individual, until the loop keeps or drops them |
+| ``nas:admit:<search>`` | string | the loop | the fitness a result must reach to enter the kept best (absent: any result may) |
 
 Messages are JSON (never pickle); weights are ``torch.save`` bytes of tensors only, never unpickled as code. The loop moves messages to its processing list with ``LMOVE`` and deletes
 them only after the database transaction that records them committed, so a crash of the loop re-reads them;
@@ -20,6 +21,7 @@ recording is idempotent.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -30,7 +32,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 KEEP = 7 * 24 * 3600  #: how long per-individual counters and markers live
-WEIGHTS_TTL = 6 * 3600  #: how long trained weights wait for the loop (it takes them within seconds when it runs)
+KEPT_TTL = 6 * 3600  #: how long a trained individual's files wait for the loop (it takes them within seconds when it runs)
 _clients: dict[str, redis.Redis] = {}
 
 
@@ -82,8 +84,12 @@ def slot_key(node: str, device: str, slot: int) -> str:
     return f"nas:slot:{node}:{device}:{slot}"
 
 
-def weights_key(search_id: int, individual_id: int) -> str:
-    return f"nas:weights:{search_id}:{individual_id}"
+def kept_key(search_id: int, individual_id: int) -> str:
+    return f"nas:kept:{search_id}:{individual_id}"
+
+
+def admit_key(search_id: int) -> str:
+    return f"nas:admit:{search_id}"
 
 
 # --- worker side --------------------------------------------------------------------------------------------
@@ -94,9 +100,18 @@ def push(search_id: int, message: dict[str, Any]) -> None:
     client().rpush(results_key(search_id), json.dumps(message, allow_nan=False))
 
 
-def put_weights(search_id: int, individual_id: int, data: bytes) -> None:
-    """Leave an individual's trained weights for the loop (before its result is pushed)."""
-    client().set(weights_key(search_id, individual_id), data, ex=WEIGHTS_TTL)
+def put_kept(search_id: int, individual_id: int, files: dict[str, bytes]) -> None:
+    """Leave a trained individual's files (name -> bytes) for the loop, before its result is pushed."""
+    key = kept_key(search_id, individual_id)
+    with client().pipeline() as pipe:
+        pipe.delete(key).hset(key, mapping=files).expire(key, KEPT_TTL)
+        pipe.execute()
+
+
+def admission(search_id: int) -> float | None:
+    """The fitness a result must reach to enter the kept best; ``None`` while any result may."""
+    value = client().get(admit_key(search_id))
+    return None if value is None else float(value)
 
 
 def count_start(search_id: int, individual_id: int) -> int:
@@ -152,10 +167,18 @@ def set_stopped(search_id: int, stopped: bool) -> None:
         client().delete(stop_key(search_id))
 
 
-def take_messages(search_id: int, wait: float, limit: int = 500) -> list[dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class Taken:
+    """A message taken from a results list: its JSON (``data``) and the bytes that came (``raw``, to ack it)."""
+
+    raw: bytes
+    data: Any
+
+
+def take_messages(search_id: int, wait: float, limit: int = 500) -> list[Taken]:
     """Messages left in the processing list by a crashed loop, else new ones: wait up to ``wait`` seconds for
     the first, then take what else is there (up to ``limit``). Each one stays in the processing list until
-    :func:`ack_messages`."""
+    :func:`ack_messages`. A message that is not JSON comes back with ``data`` ``None``."""
     redis_ = client()
     source, target = results_key(search_id), processing_key(search_id)
     raw = redis_.lrange(target, 0, limit - 1)
@@ -167,18 +190,25 @@ def take_messages(search_id: int, wait: float, limit: int = 500) -> list[dict[st
             if more is None:
                 break
             raw.append(more)
-    messages = []
+    taken = []
     for item in raw:
         try:
-            messages.append(json.loads(item))
+            taken.append(Taken(item, json.loads(item)))
         except ValueError:
-            messages.append({"type": "malformed", "raw": item[:200].decode("utf-8", "replace")})
-    return messages
+            taken.append(Taken(item, None))
+    return taken
 
 
-def ack_messages(search_id: int, count: int) -> None:
-    """Drop the first ``count`` messages of the processing list: they are recorded."""
-    client().ltrim(processing_key(search_id), count, -1)
+def ack_messages(search_id: int, taken: list[Taken]) -> None:
+    """Drop these messages from the processing list: they are recorded. Each is removed by its value, never by
+    position: a loop that lost its lease while it held messages, and acks them late, can only remove messages
+    that were recorded (by it or by its successor, idempotently), never those its successor took meanwhile."""
+    if not taken:
+        return
+    with client().pipeline(transaction=False) as pipe:
+        for item in taken:
+            pipe.lrem(processing_key(search_id), 1, item.raw)
+        pipe.execute()
 
 
 def heartbeats(search_id: int, individual_ids: list[int]) -> dict[int, dict[str, Any] | None]:
@@ -189,18 +219,30 @@ def heartbeats(search_id: int, individual_ids: list[int]) -> dict[int, dict[str,
     return {i: (json.loads(v) if v else None) for i, v in zip(individual_ids, values)}
 
 
-def waiting_weights(search_id: int, individual_ids: list[int]) -> dict[int, bytes]:
-    """The trained weights waiting for these individuals (those that have some); they stay in Redis until
-    :func:`drop_weights`, so a loop that crashes before its transaction commits finds them again."""
+def set_admission(search_id: int, fitness: float | None) -> None:
+    """Tell workers the fitness a result must reach to be kept (``None``: any result may)."""
+    if fitness is None:
+        client().delete(admit_key(search_id))
+    else:
+        client().set(admit_key(search_id), repr(float(fitness)))
+
+
+def waiting_kept(search_id: int, individual_ids: list[int]) -> dict[int, dict[str, bytes]]:
+    """The files waiting for these individuals (those that have some), name -> bytes; they stay in Redis until
+    :func:`drop_kept`, so a loop that crashes before its transaction commits finds them again."""
     if not individual_ids:
         return {}
-    values = client().mget([weights_key(search_id, i) for i in individual_ids])
-    return {i: v for i, v in zip(individual_ids, values) if v is not None}
+    with client().pipeline() as pipe:
+        for individual_id in individual_ids:
+            pipe.hgetall(kept_key(search_id, individual_id))
+        values = pipe.execute()
+    return {i: {name.decode(): data for name, data in files.items()}
+            for i, files in zip(individual_ids, values) if files}
 
 
-def drop_weights(search_id: int, individual_ids: list[int]) -> None:
+def drop_kept(search_id: int, individual_ids: list[int]) -> None:
     if individual_ids:
-        client().delete(*[weights_key(search_id, i) for i in individual_ids])
+        client().delete(*[kept_key(search_id, i) for i in individual_ids])
 
 
 def starts(search_id: int, individual_id: int) -> int:
@@ -224,9 +266,9 @@ def live_slots(pool: str | None = None) -> list[dict[str, Any]]:
 def forget_search(search_id: int) -> None:
     """Remove a deleted search's lists and markers."""
     redis_ = client()
-    redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id))
+    redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id), admit_key(search_id))
     for pattern in (f"nas:hb:{search_id}:*", f"nas:starts:{search_id}:*", f"nas:done:{search_id}:*",
-                    f"nas:weights:{search_id}:*"):
+                    f"nas:kept:{search_id}:*"):
         keys = list(redis_.scan_iter(match=pattern, count=1000))
         if keys:
             redis_.delete(*keys)

@@ -12,7 +12,7 @@ from django.db.models import F, Q, QuerySet
 
 from webapp.searches import accounting
 from webapp.searches.models import Individual, Search
-from webapp.searches.recording import individual_event
+from webapp.searches.broadcast import individual_event
 
 #: Columns of the individuals table a user may sort by (a leading "-" sorts descending).
 SORTABLE = ("number", "fitness", "status", "node", "generation", "operator", "duration", "finished", "attempts")
@@ -196,14 +196,3 @@ def lineage(individual: Individual) -> dict[str, list[dict[str, Any]]]:
     parents = [first_by_key[key] for key in individual.parents if key in first_by_key]
     children = [row for row in rows if individual.key in (row["parents"] or []) and row["pk"] != individual.pk]
     return {"parents": parents, "children": sorted(children, key=lambda r: r["number"])}
-
-
-def ranked(search: Search) -> QuerySet:
-    """The successful individuals, best first (ties by number): the order of every "best k"."""
-    return (Individual.objects.filter(search=search, status=Individual.Status.DONE, fitness__isnull=False)
-            .order_by("-fitness", "number"))
-
-
-def best_individuals(search: Search, k: int) -> list[Individual]:
-    """The ``k`` best successful individuals, best first."""
-    return list(ranked(search)[:k])

@@ -7,7 +7,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.searches import broadcast, transport
+from webapp.searches import broadcast
+from webapp.messaging import dispatch, transport
 from webapp.searches.config import check_config, planned_evaluations
 from webapp.searches.models import Search
 
@@ -28,10 +29,8 @@ def create_search(owner, name: str, config: Any) -> Search:
 
 
 def _start_loop(search: Search) -> None:
-    from webapp.searches.tasks import run_search
-
     transport.set_stopped(search.pk, False)
-    transaction.on_commit(lambda: run_search.apply_async(args=[search.pk], queue="control"))
+    transaction.on_commit(lambda: dispatch.start_loop(search.pk))
 
 
 def launch(search: Search) -> Search:

@@ -1,0 +1,195 @@
+"""Every write a search's loop makes: individuals created, sent, started, advanced, finished or failed, the
+strategy's state, the best, the accounting and the end. Only the search's own loop calls these (it is the single
+writer of its individuals), each inside :func:`fenced`, which checks in the same transaction that the loop still
+holds the search's lease. Every write is idempotent, so a message read twice after a crash changes nothing the
+second time.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from evaluators.result import EvaluationResult
+from nas.spaces.base import SearchSpace
+from nas.strategies import Candidate, Result, Strategy
+from webapp.control import kept, strategy_store
+from webapp.control.lease import LeaseLost
+from webapp.messaging import messages
+from webapp.searches import accounting
+from webapp.searches.models import Individual, Search
+
+#: How many of the best the search row names (the pages' "best" list).
+BEST = 5
+
+
+def when(timestamp: float | None) -> dt.datetime | None:
+    return None if timestamp is None else dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
+
+
+@contextlib.contextmanager
+def fenced(search_id: int, owner: str) -> Iterator[Search]:
+    """A transaction on the search row, locked, in which ``owner`` still holds the lease; :class:`LeaseLost`
+    (and nothing written) otherwise."""
+    with transaction.atomic():
+        search = Search.objects.select_for_update().get(pk=search_id)
+        if search.lease_owner != owner:
+            raise LeaseLost(f"search {search_id} is held by {search.lease_owner or 'nobody'}, not {owner}")
+        yield search
+
+
+# --- individuals -----------------------------------------------------------------------------------------------
+
+
+def create_individuals(search: Search, space: SearchSpace, candidates: list[Candidate]) -> list[Individual]:
+    """One queued row per candidate."""
+    rows = [
+        Individual(
+            search=search, number=c.id, genome=c.genome, key=c.key, description=space.describe(c.genome)[:500],
+            generation=c.generation, parents=list(c.parents), operator=c.operator, task_id=uuid.uuid4().hex,
+        )
+        for c in candidates
+    ]
+    Individual.objects.bulk_create(rows)
+    return list(Individual.objects.filter(search=search, number__in=[c.id for c in candidates]).order_by("number"))
+
+
+def mark_sent(search: Search, individuals: list[Individual], task_id: str, nbytes: int, resent: bool) -> None:
+    """The individuals travel in the packet ``task_id`` of ``nbytes`` bytes (sent again when ``resent``); the
+    caller saves the search's stats (:func:`save_stats`) once for all its packets."""
+    now = timezone.now()
+    Individual.objects.filter(pk__in=[i.pk for i in individuals]).update(
+        task_id=task_id, dispatched=now, status=Individual.Status.QUEUED)
+    for individual in individuals:
+        individual.task_id, individual.dispatched, individual.status = task_id, now, Individual.Status.QUEUED
+    accounting.count_packet(search.stats, nbytes, resent=len(individuals) if resent else 0)
+
+
+def mark_started(individual: Individual, message: messages.Started) -> bool:
+    """A worker started it: running, where and since when. False when it is final already (a late message)."""
+    if individual.status in Individual.FINAL:
+        return False
+    origin = message.origin
+    individual.status = Individual.Status.RUNNING
+    individual.started = when(message.time) or timezone.now()
+    individual.attempts = max(individual.attempts, message.attempt)
+    individual.node, individual.device, individual.slot = origin.node, origin.device, origin.slot
+    individual.save(update_fields=["status", "started", "attempts", "node", "device", "slot"])
+    return True
+
+
+def record_progress(individual: Individual, message: messages.Progress) -> bool:
+    """One more point of a running individual's learning curve. False when it is final already."""
+    if individual.status in Individual.FINAL:
+        return False
+    point = {"epoch": message.epoch, "step": message.step, **message.metrics}
+    individual.curve = [p for p in (individual.curve or []) if p.get("step") != message.step] + [point]
+    individual.save(update_fields=["curve"])
+    return True
+
+
+def strategy_result(result: EvaluationResult) -> Result:
+    """The strategy's view of an evaluation: fitness plus every numeric metric as an objective."""
+    if not result.ok:
+        return Result.failed(result.failure or "error")
+    return Result(fitness=result.fitness, objectives=result.objectives())
+
+
+def record_result(search: Search, individual: Individual, message: messages.Result, nbytes: int) -> Result | None:
+    """Write a worker's result; ``None`` when the individual is final already (a late duplicate is ignored)."""
+    if individual.status in Individual.FINAL:
+        return None
+    payload, origin = message.result, message.origin
+    result = strategy_result(payload)
+    individual.status = Individual.Status.DONE if result.ok else Individual.Status.FAILED
+    individual.fitness = result.fitness if result.ok else None
+    individual.metrics = {**payload.metrics, "timings": payload.timings, "peak_memory_bytes": payload.peak_memory_bytes,
+                          **({"normalization": payload.normalization} if payload.normalization else {})}
+    individual.curve = payload.curve or individual.curve or []
+    individual.failure = "" if result.ok else (result.failure or "error")
+    individual.message = payload.message[:10_000]
+    individual.node, individual.device, individual.slot = origin.node, origin.device, origin.slot
+    individual.attempts = max(individual.attempts, message.attempt)
+    individual.started = individual.started or when(message.started)
+    individual.finished = when(message.finished) or timezone.now()
+    individual.duration = message.duration
+    individual.packet_bytes = message.packet_bytes
+    individual.save()
+    accounting.count_result(
+        search.stats, node=individual.node, device=individual.device, slot=individual.slot, ok=result.ok,
+        duration=individual.duration, finished=message.finished, nbytes=nbytes,
+    )
+    _count_final(search, result)
+    return result
+
+
+def fail_individual(search: Search, individual: Individual, reason: str, text: str) -> Result | None:
+    """Fail it without a worker's result (e.g. ``worker_lost`` after too many attempts)."""
+    if individual.status in Individual.FINAL:
+        return None
+    now = timezone.now()
+    individual.status, individual.failure, individual.message = Individual.Status.FAILED, reason, text
+    individual.finished = now
+    individual.save(update_fields=["status", "failure", "message", "finished", "attempts"])
+    accounting.count_result(search.stats, node=individual.node or "-", device=individual.device or "-",
+                            slot=individual.slot, ok=False, duration=0.0, finished=now.timestamp(), nbytes=0)
+    result = Result.failed(reason)
+    _count_final(search, result)
+    return result
+
+
+def _count_final(search: Search, result: Result) -> None:
+    search.evaluations_done += 1
+    if result.ok and (search.best_fitness is None or result.fitness > search.best_fitness):
+        search.best_fitness = result.fitness
+
+
+# --- the search ---------------------------------------------------------------------------------------------------
+
+
+def save_strategy(search: Search, strategy: Strategy) -> None:
+    strategy_store.save(search, strategy)
+    search.save(update_fields=["strategy_state"])
+
+
+def save_progress(search: Search, strategy: Strategy, recorded: list[Individual]) -> dict[str, Any]:
+    """After results: the strategy's state, the kept files of the best, the best and the counts, saved together;
+    returns the ``search.progress`` event's data."""
+    strategy_store.save(search, strategy)
+    kept.keep_best(search, recorded)
+    numbers = [candidate.id for candidate, _ in strategy.best(BEST)]  # the strategy's order (nsga2: its front)
+    ids = dict(Individual.objects.filter(search=search, number__in=numbers).values_list("number", "pk"))
+    search.best = [ids[n] for n in numbers if n in ids]
+    search.save(update_fields=["strategy_state", "stats", "best", "best_fitness", "evaluations_done"])
+    return progress(search)
+
+
+def save_stats(search: Search) -> None:
+    search.save(update_fields=["stats"])
+
+
+def start_accounting(search: Search, now: float) -> None:
+    """A loop's first start: the clock of the search's speedup starts now."""
+    if not search.stats:
+        search.stats = accounting.new_stats(now)
+        search.save(update_fields=["stats"])
+
+
+def end_search(search: Search, status: str, reason: str) -> dict[str, Any]:
+    """The search ends (``finished``, ``stopped``); returns the ``search.status`` event's data."""
+    search.status, search.status_reason = status, reason
+    if status == Search.Status.FINISHED:
+        search.finished = timezone.now()
+    search.save(update_fields=["status", "status_reason", "finished"])
+    return {**progress(search), "reason": reason}
+
+
+def progress(search: Search) -> dict[str, Any]:
+    return {"status": search.status, "done": search.evaluations_done, "total": search.evaluations_total,
+            "best_fitness": search.best_fitness, "stats": accounting.summary(search.stats)}
+

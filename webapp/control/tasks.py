@@ -1,0 +1,32 @@
+"""The control worker's Celery edge: ``run_search``, one search's whole loop.
+
+Only the control worker imports this module (``manage.py controlworker`` includes it); the web and the reaper
+send the task by name (``webapp.messaging.dispatch``). The task is acked early: a long task must never sit
+unacked past Redis's visibility timeout, or Redis would hand the same loop to a second worker. If its worker
+dies, the lease expires and a reaper starts the loop again.
+"""
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from webapp.control import lease
+from webapp.control.loop import SearchLoop
+from webapp.messaging import dispatch
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name=dispatch.RUN_SEARCH, acks_late=False, ignore_result=True, time_limit=None, soft_time_limit=None)
+def run_search(search_id: int) -> str:
+    owner = lease.new_owner()
+    if not lease.take(search_id, owner):
+        log.info("search %s is held by a live loop (or not active): nothing to do (%s)", search_id,
+                 lease.holder(search_id))
+        return "busy"
+    log.info("search %s: loop %s started", search_id, owner)
+    try:
+        return SearchLoop(search_id, owner, send=dispatch.send_packet).run()
+    finally:
+        lease.release(search_id, owner)

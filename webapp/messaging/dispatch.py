@@ -1,0 +1,28 @@
+"""The engine's two Celery tasks by name, and how each is sent.
+
+Senders never import a task's module: the web and the reaper start a search's loop by name, the loop sends
+evaluation packets by name, and only the worker that runs a task imports it (the control worker
+``webapp.control.tasks``, evaluation workers ``webapp.worker.tasks``). So no process loads another's code and
+no module needs a function-level import to dodge a circle.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from celery import current_app
+
+#: One search's whole evolutionary loop (queue ``control``).
+RUN_SEARCH = "webapp.control.tasks.run_search"
+#: One packet of individuals to evaluate (an evaluation pool's queue, ``eval`` by default).
+EVALUATE_BATCH = "webapp.worker.tasks.evaluate_batch"
+CONTROL_QUEUE = "control"
+
+
+def start_loop(search_id: int) -> None:
+    """Ask a control worker to run (or take over) the loop of ``search_id``."""
+    current_app.send_task(RUN_SEARCH, args=[search_id], queue=CONTROL_QUEUE)
+
+
+def send_packet(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
+    """Hand a signed packet to the evaluation pool ``queue`` as the task ``task_id``."""
+    current_app.send_task(EVALUATE_BATCH, args=[data, signature], task_id=task_id, queue=queue)

@@ -1,0 +1,89 @@
+"""The evaluation worker's side of one packet: for each individual, decide whether to run it, run it with a
+heartbeat, and push what happened to the search's loop. No database access here (workers run on any host).
+
+- a result already pushed (``done`` marker) is not computed again: a redelivered message is skipped;
+- a stopped search's queued individuals are skipped (reported ``skipped``; the loop re-sends them on resume);
+- each start counts an attempt; past ``NAS_MAX_ATTEMPTS`` (a genome that kills its worker every time) the
+  individual fails with ``worker_lost`` without running again;
+- OOM, divergence, timeouts and invalid genomes are results (failed, with a reason), never exceptions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import traceback
+from typing import Any
+
+from django.conf import settings
+
+from evaluators.result import EvaluationResult
+from webapp.messaging import messages, signing, transport
+from webapp.worker import keeping, slots
+from webapp.worker.heartbeat import Heartbeat
+
+log = logging.getLogger(__name__)
+
+
+def run_evaluator(individual: dict[str, Any]) -> EvaluationResult:
+    """The evaluation itself: simulated, or trained with PyTorch (imported only here, once per process)."""
+    evaluation = individual["evaluation"]
+    if evaluation.get("mode") == "simulated":
+        from evaluators.simulated import simulate
+
+        return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3))
+    from evaluators.evaluate import evaluate
+
+    return keeping.evaluate_and_keep(evaluate, individual, slots.identity().device)
+
+
+def _push(message: messages.Message) -> None:
+    transport.push(message.origin.search, messages.to_dict(message))
+
+
+def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: int) -> str:
+    """Evaluate one individual of a packet and push what happened; returns ``done``, ``skipped`` or ``duplicate``."""
+    search_id, individual_id = individual["search"], individual["individual"]
+    me = slots.identity()
+    origin = messages.Origin(search=search_id, individual=individual_id, number=individual["number"],
+                             task_id=task_id, node=me.node, device=me.device, slot=me.name)
+    if transport.is_done(search_id, individual_id):
+        log.info("individual %s of search %s already has a result: redelivery skipped", individual_id, search_id)
+        return "duplicate"
+    if transport.is_stopped(search_id):
+        _push(messages.Skipped(origin, reason="search stopped"))
+        return "skipped"
+    attempt = transport.count_start(search_id, individual_id)
+    started = time.time()
+    if attempt > settings.NAS_MAX_ATTEMPTS:
+        result = EvaluationResult.failed(
+            "worker_lost", f"the worker died during each of {settings.NAS_MAX_ATTEMPTS} attempts")
+    else:
+        _push(messages.Started(origin, attempt=attempt, time=started))
+        slots.set_current({"search": search_id, "individual": individual_id, "number": individual["number"]})
+        beat = {**dataclasses.asdict(origin), "attempt": attempt, "started": started, "pid": me.as_dict()["pid"]}
+        try:
+            with Heartbeat(search_id, individual_id, beat):
+                result = run_evaluator(individual)
+        except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
+            log.exception("evaluation of individual %s raised", individual_id)
+            result = EvaluationResult.failed("error", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}")
+        finally:
+            slots.set_current(None)
+    finished = time.time()
+    _push(messages.Result(origin, attempt=attempt, started=started, finished=finished, duration=finished - started,
+                          packet_bytes=packet_bytes, result=result))
+    transport.mark_done(search_id, individual_id)
+    return "done"
+
+
+def evaluate_packet(data: Any, signature: Any, task_id: str) -> dict[str, int]:
+    """Evaluate every individual of a signed packet (seed 000's ``ind_set``), in order; a count of outcomes.
+    Raises :class:`signing.MalformedPacket` before touching anything when the message is not one."""
+    packet = signing.parse(data, signature)
+    share = packet.nbytes() // max(packet.ind_len, 1)
+    outcomes: dict[str, int] = {}
+    for individual in packet.ind_set:
+        outcome = evaluate_individual(individual, task_id, share)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes

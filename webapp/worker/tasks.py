@@ -1,0 +1,39 @@
+"""The evaluation worker's Celery edge: the ``evaluate_batch`` task and the wiring of each pool process as a slot.
+
+Only evaluation workers import this module (``manage.py evalworker`` includes it); the loop sends the task by
+name (``webapp.messaging.dispatch``).
+
+``evaluate_batch`` (an evaluation pool's queue): one signed packet of individuals; acked late and rejected on
+worker loss, so a killed worker's packet is delivered again.
+"""
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import worker_process_init, worker_process_shutdown
+
+from webapp.messaging import dispatch, signing
+from webapp.worker import runner, slots
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name=dispatch.EVALUATE_BATCH, bind=True, acks_late=True, ignore_result=True)
+def evaluate_batch(self, packet: dict, signature: str = "") -> dict:
+    try:
+        return runner.evaluate_packet(packet, signature, self.request.id)
+    except signing.MalformedPacket as error:
+        log.error("rejected evaluation message %s, nothing changed: %s", self.request.id, error)
+        return {"rejected": str(error)}
+
+
+@worker_process_init.connect
+def _start_slot(**_: object) -> None:
+    """Each pool process of an evaluation worker is one slot with its own heartbeat."""
+    slots.start_slot()
+
+
+@worker_process_shutdown.connect
+def _stop_slot(**_: object) -> None:
+    slots.stop_slot()
