@@ -223,6 +223,16 @@ class ArchiveStrategy(Strategy):
     def done(self) -> bool:
         return not self.pending and (self._exhausted or not self._budget_left() or self._finished())
 
+    def planned(self) -> int | None:
+        if self.done or self._exhausted:
+            return len(self._candidates)
+        bounds = [b for b in (self.max_evaluations, self._planned_bound()) if b is not None]
+        return max(min(bounds), len(self._candidates)) if bounds else None
+
+    def _planned_bound(self) -> int | None:
+        """A bound of the strategy's own on the candidates it will ask (e.g. generations x population)."""
+        return None
+
     @property
     def evaluations(self) -> int:
         """How many candidates were asked: what counts against ``max_evaluations``."""

@@ -98,6 +98,13 @@ class GenerationalStrategy(ArchiveStrategy):
     def _finished(self) -> bool:
         return self._last_generation() and not self._queue
 
+    def _planned_bound(self) -> int | None:
+        """Asked so far, the open generation's new genomes still to ask, and a whole population for each
+        generation to come (its children that repeat a known genome will reuse results instead)."""
+        if self.generations is None:
+            return None
+        return len(self._candidates) + len(self._queue) + (self.generations - 1 - self._generation) * self.population
+
     def _known(self, key: str) -> bool:
         return super()._known(key) or any(proposal.key == key for proposal in self._queue)
 

@@ -88,6 +88,11 @@ class Strategy(abc.ABC):
     def done(self) -> bool:
         """True once the budget is spent and every asked candidate has been told."""
 
+    def planned(self) -> int | None:
+        """How many candidates it will ask in all: exact once :attr:`done`, an upper bound before (candidates
+        that turn out to be known genomes reuse results and are never asked); ``None`` when unknown."""
+        return None
+
     @abc.abstractmethod
     def best(self, k: int = 1) -> list[tuple[Candidate, Result]]:
         """The best ``k`` evaluated candidates, best first (multi-objective: the Pareto front)."""

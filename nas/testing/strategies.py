@@ -104,6 +104,7 @@ class Run:
     asked: list[Candidate]
     strategy: Strategy
     steps: int
+    planned: list[int | None] = dataclasses.field(default_factory=list)  #: ``strategy.planned()`` at each step
 
 
 def round_trip(strategy: Strategy, space: SearchSpace) -> Strategy:
@@ -119,10 +120,12 @@ def drive(
     ``resume_at`` the strategy is replaced by :func:`round_trip` of itself, as after a crash."""
     asked: list[Candidate] = []
     outstanding: list[Candidate] = []
+    planned: list[int | None] = []
     for step in range(MAX_STEPS):
+        planned.append(strategy.planned())
         if strategy.done:
             assert not outstanding, f"{strategy.name} is done with candidates still outstanding: {outstanding}"
-            return Run(asked, strategy, step)
+            return Run(asked, strategy, step, planned)
         if step in resume_at:
             strategy = round_trip(strategy, space)
         batch = strategy.ask(SCHEDULE[step % len(SCHEDULE)])
@@ -220,6 +223,13 @@ class StrategyContract:
         limit = getattr(run.strategy, "max_evaluations", None)
         assert limit is None or len(run.asked) <= limit
         assert run.strategy.done and run.strategy.ask(5) == [] and run.strategy.done
+
+    def test_planned_is_a_bound_that_ends_exact(self, space: SearchSpace, make_strategy: MakeStrategy) -> None:
+        """``planned()`` never promises fewer candidates than the run asks, and is exact once done (a progress
+        bar's total: a finished search shows 100%)."""
+        run = drive(make_strategy(space, 0), space)
+        assert run.planned[-1] == len(run.asked)
+        assert all(value is None or value >= len(run.asked) for value in run.planned), run.planned
 
     def test_tell_rejects_unknown_ids_and_ignores_repeats(
         self, space: SearchSpace, make_strategy: MakeStrategy

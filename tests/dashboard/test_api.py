@@ -12,6 +12,7 @@ from nas.spaces import space_from_config
 from nas.strategies.base import Candidate
 from tests.dashboard.conftest import CONFIG
 from webapp.control import recording
+from webapp.messaging import messages
 from webapp.searches.models import Search
 
 pytestmark = pytest.mark.django_db
@@ -102,8 +103,9 @@ def test_snapshot_carries_the_evaluations_under_way(owner_client, search):
     (individual,) = recording.create_individuals(
         search, space, [Candidate(id=10, genome=genome, key=space.key(genome), generation=3)])
     started = time.time() - 3
-    assert recording.mark_started(individual, {"node": "gamma", "device": "cpu", "slot": "gamma/cpu/1",
-                                               "attempt": 1, "time": started})
+    origin = messages.Origin(search=search.pk, individual=individual.pk, number=10, task_id="t", node="gamma",
+                             device="cpu", slot="gamma/cpu/1")
+    assert recording.mark_started(individual, messages.Started(origin, attempt=1, time=started))
     snapshot = owner_client.get(reverse("api-snapshot", args=[search.pk])).json()
     assert [p["number"] for p in snapshot["running"]] == [10] and snapshot["now"] >= started + 3
     bars = next(t for t in snapshot["figures"]["gantt"]["data"] if t["name"] == "running")

@@ -50,8 +50,9 @@ def test_best_zip_holds_the_best_genomes_best_first(search):
     document = json.loads(archive.read("rank01_n9/genome.json"))
     assert document["fitness"] == pytest.approx(0.59) and document["space"]["name"] == "chain"
     assert "layers" in document["genome"]
-    # evaluators.export adds the standalone PyTorch source and the ONNX file of each.
-    assert {"rank01_n9/model.py", "rank01_n9/model.onnx"} <= set(names)
+    # Every architecture has its standalone PyTorch source; weights and ONNX only where the search kept them.
+    assert {"rank01_n9/model.py", "rank02_n8/model.py", "rank03_n7/model.py"} <= set(names)
+    assert not any(n.endswith(("model.onnx", "weights.pt")) for n in names)
     assert "class Net" in archive.read("rank01_n9/model.py").decode()
     assert "best architectures" in archive.read("README.txt").decode()
 
@@ -71,33 +72,25 @@ def test_download_views(owner_client, search):
     assert genome["number"] == 9
 
 
-def test_exports_are_made_once_per_architecture_and_kept(search, monkeypatch, settings, tmp_path):
-    """The ONNX export takes seconds: the second download of the same architectures reuses the first's files,
-    and a failed export is not kept (the next download tries again)."""
+def test_downloads_zip_the_kept_files_as_stored_and_export_nothing(search, monkeypatch):
+    """The web process never exports: the kept files are zipped byte for byte as the worker wrote them, and no
+    exporter runs (an ONNX export would need torch in the web process)."""
     import evaluators.export
 
-    settings.STATE_DIR = tmp_path
-    real, calls = evaluators.export.export_files, []
+    from webapp.searches.models import Individual, Weights
 
-    def counted(*args, **kwargs):
-        calls.append(args[0])
-        return real(*args, **kwargs)
+    def refuse(*args, **kwargs):
+        raise AssertionError("a download ran an exporter")
 
-    monkeypatch.setattr(evaluators.export, "export_files", counted)
-    first, second = io.BytesIO(), io.BytesIO()
-    names = exports.best_zip(search, 2, first)
-    assert len(calls) == 2
-    assert exports.best_zip(search, 2, second) == names and len(calls) == 2, "the second download exported again"
-    again = zipfile.ZipFile(io.BytesIO(second.getvalue()))
-    assert again.read("rank01_n9/model.onnx") == zipfile.ZipFile(io.BytesIO(first.getvalue())).read("rank01_n9/model.onnx")
-    assert len(list((tmp_path / "exports").iterdir())) == 2 and not list((tmp_path / "exports").glob(".*"))
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("exporter broke")
-
-    monkeypatch.setattr(evaluators.export, "export_files", broken)
+    monkeypatch.setattr(evaluators.export, "export_files", refuse)
+    monkeypatch.setattr(evaluators.export, "export_onnx", refuse)
+    best = Individual.objects.get(search=search, number=9)
+    Weights.objects.create(individual=best, data=b"weights-bytes", nbytes=13, sha256="0" * 64,
+                           source="# the worker's model.py\n", onnx=b"onnx-bytes")
     out = io.BytesIO()
-    names = exports.best_zip(search, 3, out)
-    assert "rank03_n7/EXPORT_ERROR.txt" in names and "rank01_n9/model.onnx" in names
-    assert b"exporter broke" in zipfile.ZipFile(io.BytesIO(out.getvalue())).read("rank03_n7/EXPORT_ERROR.txt")
-    assert len(list((tmp_path / "exports").iterdir())) == 2
+    names = exports.best_zip(search, 2, out)
+    archive = zipfile.ZipFile(io.BytesIO(out.getvalue()))
+    assert archive.read("rank01_n9/weights.pt") == b"weights-bytes"
+    assert archive.read("rank01_n9/model.onnx") == b"onnx-bytes"
+    assert archive.read("rank01_n9/model.py") == b"# the worker's model.py\n"
+    assert "rank02_n8/model.onnx" not in names and "class Net" in archive.read("rank02_n8/model.py").decode()

@@ -58,14 +58,14 @@ def test_individual_page_shows_lineage_metrics_and_diagram(owner_client, search)
     assert "mutation" in html and "accuracy" in html and 'id="diagram"' in html and "conv " in html
     failed = owner_client.get(reverse("individual-detail", args=[search.pk, 3])).content.decode()
     assert "oom: simulated out of memory" in failed
-    assert "PyTorch source, ONNX" in html  # no weights kept for it
+    assert "(zip: genome, PyTorch source)" in html  # no files kept for it: no weights, no ONNX
 
 
 def test_individual_page_says_when_its_trained_weights_are_kept(owner_client, search):
     from webapp.searches.models import Individual, Weights
 
     Weights.objects.create(individual=Individual.objects.get(search=search, number=4), data=b"w", nbytes=1,
-                           sha256="0" * 64)
+                           sha256="0" * 64, source="def build(): ...", onnx=b"onnx")
     html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
     assert "genome, PyTorch source, trained weights, ONNX" in html
 

@@ -22,3 +22,19 @@ def test_each_slot_is_listed_live_with_its_counts_then_stale_once_its_worker_die
     stack.kill(worker)
     wait_until(lambda: all(r["state"] == "stale" for r in nodes.worker_table() if r["node"] == "gamma"), 15,
                message="slots stale")
+
+
+def test_the_nodes_page_shows_a_new_slot_at_once_and_writes_nothing(engine):
+    """A slot that just announced itself is listed live before the reaper registers it, and reading the table
+    writes no row: the registry has one writer, the control worker's reaper."""
+    from webapp.control import registry
+    from webapp.messaging import transport
+    from webapp.searches.models import Worker
+
+    info = {"node": "delta", "device": "cpu", "slot": 0, "slots": 1, "pool": "eval", "name": "delta/cpu/0",
+            "host": "h", "pid": 1, "current": None}
+    transport.announce_slot("delta", "cpu", 0, info)
+    rows = [r for r in nodes.worker_table() if r["node"] == "delta"]
+    assert [(r["name"], r["state"]) for r in rows] == [("delta/cpu/0", "live")]
+    assert Worker.objects.count() == 0
+    assert registry.sync_workers() == 1 and Worker.objects.get().name == "delta/cpu/0"

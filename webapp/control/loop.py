@@ -27,11 +27,13 @@ from nas.strategies import get_strategy
 from webapp.control import kept, lease, recording, strategy_store
 from webapp.control.lease import LeaseLost
 from webapp.messaging import messages, signing, transport
-from webapp.searches import broadcast
+from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
 
 log = logging.getLogger(__name__)
 IN_FLIGHT = (Individual.Status.QUEUED, Individual.Status.RUNNING)
+#: How often the loop hands the slot time it sampled to the search's accounting (seconds).
+ACCOUNT_EVERY = 5.0
 #: ``send(packet, signature, task_id, queue)``: hands one signed packet to an evaluation pool.
 Send = Callable[[dict[str, Any], str, str, str], None]
 
@@ -64,6 +66,9 @@ class SearchLoop:
         self._checked_stale = 0.0
         self._slots_seen = 0.0
         self._live_slots: list[dict[str, Any]] = []
+        self._drained = False
+        self._clock = accounting.SlotClock(time.time())
+        self._accounted = time.time()
         self._handlers = {messages.Started: self._started, messages.Progress: self._progress,
                           messages.Result: self._result, messages.Skipped: self._skipped}
 
@@ -79,17 +84,40 @@ class SearchLoop:
                 self._renew()
                 status = Search.objects.filter(pk=self.search_id).values_list("status", flat=True).get()
                 if status == Search.Status.STOPPING:
-                    return self._end(Search.Status.STOPPED, "stopped by its owner")
+                    self._account()
+                    if self.drain():
+                        return self._end(Search.Status.STOPPED, "stopped by its owner")
+                    self._drained = True
+                    continue
                 if status != Search.Status.RUNNING:
                     return status
+                if self._drained:  # resumed while it was stopping: send what the workers skipped meanwhile
+                    self._drained = False
+                    self._send_unsent()
                 self.collect(wait=settings.NAS_LOOP_WAIT)
                 self.check_stale()
                 self.dispatch()
+                self._account()
                 if self.strategy.done and not self._in_flight().exists():
                     return self._end(Search.Status.FINISHED, "")
         except LeaseLost as error:
             log.warning("search %s: lease taken over; this loop stops (%s)", self.search_id, error)
             return "lease lost"
+
+    def _account(self) -> None:
+        """Sample the slots this search could use now (idle ones, or working for it); hand them to the
+        search's accounting every few seconds."""
+        now = time.time()
+        self._clock.sample(now, self._available())
+        if now - self._accounted > ACCOUNT_EVERY:
+            with recording.fenced(self.search_id, self.owner) as search:
+                recording.add_slot_time(search, self._clock.take())
+            self.search, self._accounted = search, now
+
+    def _available(self) -> int:
+        """The live slots of the pool this search can use now: idle ones, and those working for it."""
+        return sum(1 for slot in self.live_slots()
+                   if not slot.get("current") or slot["current"].get("search") == self.search_id)
 
     def _renew(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -155,8 +183,28 @@ class SearchLoop:
             batch.events.append(("individual.finished", broadcast.individual_event(individual)))
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
-        if individual.status not in Individual.FINAL:
+        """A slot dropped it because the search was stopped: sent again at once if the search runs again
+        meanwhile, else marked not sent (no copy of it is left in the queue) until a resume sends it."""
+        if individual.status in Individual.FINAL:
+            return
+        if search.status == Search.Status.RUNNING and not transport.is_stopped(self.search_id):
             batch.resend.append(individual)
+        elif recording.mark_unsent(individual):
+            batch.events.append(("individual.created", broadcast.individual_event(individual)))
+
+    def drain(self) -> bool:
+        """A stopped search sends nothing more but records the evaluations under way as they finish; True once
+        none is left (workers skip its queued ones; a resume sends those again)."""
+        self.collect(wait=settings.NAS_LOOP_WAIT)
+        running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
+        beats = transport.heartbeats(self.search_id, [i.pk for i in running])
+        wall = timezone.now()
+        lost = [i for i in running if beats.get(i.pk) is None
+                and (wall - i.started).total_seconds() > settings.NAS_HEARTBEAT_TTL]
+        if lost:  # their worker died: queued again, sent again after a resume
+            with recording.fenced(self.search_id, self.owner):
+                recording.requeue(lost)
+        return len(lost) == len(running)
 
     # --- lost work ---------------------------------------------------------------------------------------------
 
@@ -266,7 +314,9 @@ class SearchLoop:
     # --- the end -----------------------------------------------------------------------------------------------
 
     def _end(self, status: str, reason: str) -> str:
+        self._clock.sample(time.time(), self._available())
         with recording.fenced(self.search_id, self.owner) as search:
+            recording.add_slot_time(search, self._clock.take())
             broadcast.notify_many(self.search_id, [("search.status", recording.end_search(search, status, reason))])
         log.info("search %s %s %s", self.search_id, status, reason)
         return status

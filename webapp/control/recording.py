@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -68,6 +69,21 @@ def mark_sent(search: Search, individuals: list[Individual], task_id: str, nbyte
     for individual in individuals:
         individual.task_id, individual.dispatched, individual.status = task_id, now, Individual.Status.QUEUED
     accounting.count_packet(search.stats, nbytes, resent=len(individuals) if resent else 0)
+
+
+def requeue(individuals: list[Individual]) -> None:
+    """Evaluations whose worker died while the search was stopping: queued again (a resume sends them on)."""
+    Individual.objects.filter(pk__in=[i.pk for i in individuals], status=Individual.Status.RUNNING).update(
+        status=Individual.Status.QUEUED)
+
+
+def mark_unsent(individual: Individual) -> bool:
+    """A slot skipped it (the search was stopped): queued, not sent, until a resume sends it."""
+    if individual.status in Individual.FINAL or individual.dispatched is None:
+        return False
+    individual.status, individual.dispatched = Individual.Status.QUEUED, None
+    individual.save(update_fields=["status", "dispatched"])
+    return True
 
 
 def mark_started(individual: Individual, message: messages.Started) -> bool:
@@ -152,20 +168,31 @@ def _count_final(search: Search, result: Result) -> None:
 # --- the search ---------------------------------------------------------------------------------------------------
 
 
+def _plan(search: Search, strategy: Strategy) -> None:
+    """The planned total follows the strategy: generations whose children repeat known genomes reuse results
+    and evaluate fewer, so the total shrinks to what will really be evaluated (exact once the search ends)."""
+    planned = strategy.planned()
+    if planned is not None:
+        search.evaluations_total = planned
+
+
 def save_strategy(search: Search, strategy: Strategy) -> None:
     strategy_store.save(search, strategy)
-    search.save(update_fields=["strategy_state"])
+    _plan(search, strategy)
+    search.save(update_fields=["strategy_state", "evaluations_total"])
 
 
 def save_progress(search: Search, strategy: Strategy, recorded: list[Individual]) -> dict[str, Any]:
     """After results: the strategy's state, the kept files of the best, the best and the counts, saved together;
     returns the ``search.progress`` event's data."""
     strategy_store.save(search, strategy)
+    _plan(search, strategy)
     kept.keep_best(search, recorded)
     numbers = [candidate.id for candidate, _ in strategy.best(BEST)]  # the strategy's order (nsga2: its front)
     ids = dict(Individual.objects.filter(search=search, number__in=numbers).values_list("number", "pk"))
     search.best = [ids[n] for n in numbers if n in ids]
-    search.save(update_fields=["strategy_state", "stats", "best", "best_fitness", "evaluations_done"])
+    search.save(update_fields=["strategy_state", "stats", "best", "best_fitness", "evaluations_done",
+                               "evaluations_total"])
     return progress(search)
 
 
@@ -174,18 +201,29 @@ def save_stats(search: Search) -> None:
 
 
 def start_accounting(search: Search, now: float) -> None:
-    """A loop's first start: the clock of the search's speedup starts now."""
+    """A loop starts: the search runs from now (its first start also starts the clock of its speedup)."""
     if not search.stats:
         search.stats = accounting.new_stats(now)
+    else:
+        accounting.start_period(search.stats, now)
+    search.save(update_fields=["stats"])
+
+
+def add_slot_time(search: Search, slot_seconds: float) -> None:
+    """Slot-seconds the search could use since the loop last said (its ``SlotClock``)."""
+    if slot_seconds > 0:
+        accounting.add_slot_time(search.stats, slot_seconds)
         search.save(update_fields=["stats"])
 
 
 def end_search(search: Search, status: str, reason: str) -> dict[str, Any]:
     """The search ends (``finished``, ``stopped``); returns the ``search.status`` event's data."""
     search.status, search.status_reason = status, reason
+    accounting.end_period(search.stats, time.time())
     if status == Search.Status.FINISHED:
         search.finished = timezone.now()
-    search.save(update_fields=["status", "status_reason", "finished"])
+        search.evaluations_total = search.evaluations_done  # what was evaluated is the whole plan: 100%
+    search.save(update_fields=["status", "status_reason", "finished", "evaluations_total", "stats"])
     return {**progress(search), "reason": reason}
 
 

@@ -63,7 +63,7 @@ def _budget_field(name: str, rule: budget.FieldRule) -> forms.Field:
     if rule.choices:
         return forms.ChoiceField(label=rule.label, help_text=rule.help, choices=[(c, c) for c in rule.choices])
     kind = forms.IntegerField if rule.kind is int else forms.FloatField
-    return kind(label=rule.label, help_text=rule.help, required=rule.optional, min_value=rule.low,
+    return kind(label=rule.label, help_text=rule.help, required=not rule.optional, min_value=rule.low,
                 max_value=rule.high, widget=forms.NumberInput(attrs={"step": "1" if rule.kind is int else "any"}))
 
 

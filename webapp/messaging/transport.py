@@ -14,6 +14,7 @@ individuals) records what they report.
 | ``nas:slot:<node>:<device>:<slot>`` | string, TTL | each worker slot | the slot is alive (JSON: pool, slots, current) |
 | ``nas:kept:<search>:<individual>`` | hash, TTL | the evaluating slot | ``weights.pt``, ``model.py``, ``model.onnx`` of a trained individual, until the loop keeps or drops them |
 | ``nas:admit:<search>`` | string | the loop | the fitness a result must reach to enter the kept best (absent: any result may) |
+| ``nas:rejected`` | list, capped | workers | the last task messages a worker refused (JSON: time, reason, message id, body) |
 
 Messages are JSON (never pickle); weights are ``torch.save`` bytes of tensors only, never unpickled as code. The loop moves messages to its processing list with ``LMOVE`` and deletes
 them only after the database transaction that records them committed, so a crash of the loop re-reads them;
@@ -98,6 +99,21 @@ def admit_key(search_id: int) -> str:
 def push(search_id: int, message: dict[str, Any]) -> None:
     """Report to the search's loop; retried by the client while Redis restarts."""
     client().rpush(results_key(search_id), json.dumps(message, allow_nan=False))
+
+
+DEAD_LETTERS = 200  #: how many refused messages ``nas:rejected`` keeps
+
+
+def dead_letter(record: dict[str, Any]) -> None:
+    """Remember a task message a worker refused (the newest first; only the last :data:`DEAD_LETTERS`)."""
+    with client().pipeline() as pipe:
+        pipe.lpush("nas:rejected", json.dumps({**record, "time": time.time()})).ltrim("nas:rejected", 0, DEAD_LETTERS - 1)
+        pipe.execute()
+
+
+def dead_letters(limit: int = 50) -> list[dict[str, Any]]:
+    """The task messages workers refused lately, newest first."""
+    return [json.loads(item) for item in client().lrange("nas:rejected", 0, limit - 1)]
 
 
 def put_kept(search_id: int, individual_id: int, files: dict[str, bytes]) -> None:

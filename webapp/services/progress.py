@@ -19,8 +19,10 @@ def progress_line(status: str, done: int, total: int, best: float | None, summar
     nodes = summary.get("nodes") or []
     if nodes:
         parts.append(" ".join(f"{node['node']} {node['count']}" for node in nodes))
-    if summary.get("ideal"):
-        parts.append(f"speedup {summary['speedup']:.2f}/{summary['ideal']} ({summary['efficiency']:.0%})")
+    held = summary.get("held", summary.get("ideal"))
+    if held:  # the slots this search could use, on average while it ran (see accounting.summary)
+        slots = f"{held:.1f}".removesuffix(".0")
+        parts.append(f"speedup {summary['speedup']:.2f}/{slots} ({summary['efficiency']:.0%})")
     if summary.get("failed"):
         parts.append(f"failed {summary['failed']}")
     return " | ".join(parts)

@@ -78,7 +78,10 @@ def running_points(search: Search) -> list[dict[str, Any]]:
 
 
 def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Speedup, ideal and efficiency after each result, by the same definitions as ``accounting.summary``."""
+    """Speedup, slots held and efficiency after each result, by the same definitions as ``accounting.summary``
+    (searches recorded before the running periods were kept: over their whole time, against the slots used)."""
+    if "periods" in (search.stats or {}):
+        return accounting.history(search.stats)
     first = (search.stats or {}).get("first_dispatch")
     if first is None:
         return []
@@ -91,7 +94,7 @@ def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[s
             slots.add(point["slot"])
         wall = max(point["finished"] - first, 1e-9)
         speedup = serial / wall
-        history.append({"time": point["finished"], "speedup": speedup, "ideal": len(slots),
+        history.append({"time": point["finished"], "speedup": speedup, "ideal": len(slots), "held": len(slots),
                         "efficiency": speedup / len(slots) if slots else 0.0})
     return history
 
