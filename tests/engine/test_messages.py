@@ -51,7 +51,9 @@ def test_unsigned_unknown_space_bad_genome_and_garbage_messages_are_refused(stac
     for reason in ("bad or missing signature", "unknown or invalid space", "genome rejected by space chain",
                    "a packet must be a JSON object", "pickle"):
         worker.wait_for(reason, timeout=20)
-    assert worker.text.count("rejected evaluation message") == 5
+    # Each refused once, the pickle too (it is now refused by the guard, before Celery would, and recorded).
+    assert worker.text.count("rejected task message") == 6
+    assert len(transport.dead_letters()) == 6
     assert snapshot(victim) == before
     assert transport.client().llen(transport.results_key(search.pk)) == 0
     assert_each_recorded_once(search, 4)

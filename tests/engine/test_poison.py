@@ -52,9 +52,10 @@ def test_every_malformed_message_is_refused_once_and_the_worker_goes_on(stack, c
         producer.publish([[], {}, {}], routing_key="eval", exchange="", headers={"task": ["x"], "id": "z"},
                          serializer="json")
         producer.publish("plain text", routing_key="eval", exchange="", serializer="json")
-    records = wait_until(lambda: (lambda r: r if len(r) >= len(CORPUS) else None)(transport.dead_letters(100)),
+    expected = len(CORPUS) + 2
+    records = wait_until(lambda: (lambda r: r if len(r) >= expected else None)(transport.dead_letters(100)),
                          60, message="every malformed message recorded")
-    assert len(records) == len(CORPUS), [r["reason"] for r in records]
+    assert len(records) == expected, [r["reason"] for r in records]
     assert all(r["reason"] and r["time"] for r in records)
     # Nothing is left to come back: the queue and Celery's unacked messages hold none of them.
     wait_until(lambda: transport.client().llen("eval") == 0 and transport.client().hlen("unacked") == 0, 30,
@@ -67,3 +68,18 @@ def test_every_malformed_message_is_refused_once_and_the_worker_goes_on(stack, c
     assert_each_recorded_once(search, 4)
     assert worker.process.pid == pid and worker.process.poll() is None
     assert json.dumps(records)  # the records are plain JSON (the nodes page lists them)
+
+
+def test_a_queue_item_that_is_not_a_message_at_all_is_refused_too(stack):
+    """Raw bytes, JSON that is no envelope: refused, and the same worker runs a search afterwards."""
+    worker = stack.evaluator("alpha")
+    pid = worker.process.pid
+    for item in (b"not json at all {", b"[1, 2, 3]", b'"a string"', b'{"body": 5}'):
+        transport.client().lpush("eval", item)
+    wait_until(lambda: transport.client().llen("eval") == 0, 30, message="queue emptied")
+    wait_until(lambda: len(transport.dead_letters()) >= 4, 30, message="each recorded")
+    stack.control()
+    search = finished(launched("after raw items", simulated_config(evaluations=3, duration=0.1)).pk)
+    assert_each_recorded_once(search, 3)
+    assert "Unrecoverable error" not in worker.text
+    assert worker.process.pid == pid and worker.process.poll() is None

@@ -8,18 +8,23 @@ dies, the lease expires and a reaper starts the loop again.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 
 from webapp.control import lease
 from webapp.control.loop import SearchLoop
-from webapp.messaging import dispatch
+from webapp.messaging import dispatch, guard
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name=dispatch.RUN_SEARCH, acks_late=False, ignore_result=True, time_limit=None, soft_time_limit=None)
-def run_search(search_id: int) -> str:
+@shared_task(name=dispatch.RUN_SEARCH, acks_late=False, ignore_result=True, time_limit=None, soft_time_limit=None,
+             Request="webapp.messaging.guard:CheckedRequest")
+def run_search(search_id: Any = None) -> str:
+    if not isinstance(search_id, int) or isinstance(search_id, bool):
+        guard.record(f"run_search needs a search id (got {str(search_id)[:60]!r})", None, search_id)
+        return "rejected"
     owner = lease.new_owner()
     if not lease.take(search_id, owner):
         log.info("search %s is held by a live loop (or not active): nothing to do (%s)", search_id,

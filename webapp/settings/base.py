@@ -181,6 +181,11 @@ CELERY_TASK_ROUTES = {
     "webapp.control.tasks.run_search": {"queue": "control"},
     "webapp.worker.tasks.evaluate_batch": {"queue": "eval"},  # the loop names the search's pool queue
 }
+# A message on our queues that Celery cannot route or read is refused once and removed, never a dead worker
+# (webapp.messaging.guard); the engine's tasks check their envelopes the same way (their Request class).
+CELERY_WORKER_CONSUMER = "webapp.messaging.guard:GuardedConsumer"
+# kombu's Redis transport, except that a queue item that is not a message at all is refused, not fatal.
+CELERY_BROKER_TRANSPORT = "webapp.messaging.broker:Transport"
 # Our own heartbeats in Redis replace Celery's worker events (which cost a core with many workers).
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -5,7 +5,7 @@ name (``webapp.messaging.dispatch``).
 
 ``evaluate_batch`` (an evaluation pool's queue): one signed packet of individuals; acked late and rejected on
 worker loss, so a killed worker's packet is delivered again. Its requests are checked before Celery reads them
-(``poison``): a message that is not a readable task is refused once and removed, never a dead worker.
+(``webapp.messaging.guard``): a message that is not a readable task is refused once and removed, never a dead worker.
 """
 from __future__ import annotations
 
@@ -15,19 +15,19 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_process_init, worker_process_shutdown
 
-from webapp.messaging import dispatch, signing
-from webapp.worker import poison, runner, slots
+from webapp.messaging import dispatch, guard, signing
+from webapp.worker import runner, slots
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(name=dispatch.EVALUATE_BATCH, bind=True, acks_late=True, ignore_result=True,
-             Request="webapp.worker.poison:CheckedRequest")
+             Request="webapp.messaging.guard:CheckedRequest")
 def evaluate_batch(self, packet: Any = None, signature: Any = "") -> dict:
     try:
         return runner.evaluate_packet(packet, signature, self.request.id)
     except signing.MalformedPacket as error:
-        poison.record(str(error), self.request.id, packet)
+        guard.record(str(error), self.request.id, packet)
         return {"rejected": str(error)}
 
 

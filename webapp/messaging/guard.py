@@ -1,14 +1,19 @@
-"""Messages on an evaluation queue that are not what a search loop sends: each is rejected once, logged,
-recorded in a dead-letter list (``transport.dead_letter``, shown on the nodes page) and removed, and the
-worker goes on.
+"""Messages on the engine's queues that are not what the engine sends: each is rejected once, logged, recorded
+in a dead-letter list (``transport.dead_letter``, shown on the nodes page) and removed, and the worker goes on.
 
 Celery itself survives some malformed messages (undecodable bodies, unknown task names, pickles) but not all:
 an envelope whose body is a JSON string, or whose body is not ``[args, kwargs, embed]``, made its consumer raise
-``ValueError`` ("too many values to unpack") outside any handler, so the worker died with an unrecoverable error,
-the message went back to the queue, and it killed the worker again at every start. :class:`CheckedRequest` is the
-evaluation task's request class: it checks the envelope before Celery reads it and turns any problem into
-Celery's ``InvalidTaskError``, which the consumer answers by rejecting the message without requeueing it.
-A well-formed envelope whose packet is unsigned or invalid is refused later, by the task
+``ValueError`` ("too many values to unpack") outside any handler; a ``task`` header that is a list made it raise
+``TypeError``. The worker died with an unrecoverable error, the message went back to the queue, and it killed
+the worker again at every start. Two guards, for the control worker and the evaluation workers alike:
+
+- :class:`GuardedConsumer` (Celery's ``worker_consumer``) checks each message's headers before Celery routes it,
+  and refuses any message whose handling raises;
+- :class:`CheckedRequest` (the engine's tasks' request class) checks the envelope before Celery reads it and
+  turns any problem into Celery's ``InvalidTaskError``, which the consumer answers by rejecting the message
+  without requeueing it.
+
+A well-formed envelope whose packet is unsigned or invalid is refused later, by the evaluation task
 (``signing.MalformedPacket``), and recorded the same way.
 """
 from __future__ import annotations
@@ -18,6 +23,7 @@ import socket
 from typing import Any
 
 from celery.exceptions import InvalidTaskError
+from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 
 from webapp.messaging import transport
@@ -27,7 +33,7 @@ log = logging.getLogger(__name__)
 
 def record(reason: str, message_id: Any, body: Any) -> None:
     """Log a refused message and add it to the dead-letter list (best effort: Redis may be what is broken)."""
-    log.error("rejected evaluation message %s, nothing changed: %s", message_id, reason)
+    log.error("rejected task message %s, nothing changed: %s", message_id, reason)
     try:
         transport.dead_letter({"reason": reason[:500], "message": str(message_id)[:100],
                                "body": repr(body)[:300], "worker": socket.gethostname()})
@@ -85,7 +91,53 @@ class CheckedRequest(Request):
 
     @staticmethod
     def _refuse(message, reason: str) -> InvalidTaskError:
-        headers = getattr(message, "headers", None)
-        message_id = headers.get("id") if isinstance(headers, dict) else None
-        record(reason, message_id, getattr(message, "body", None))
-        return InvalidTaskError(reason)
+        return InvalidTaskError(reason)  # the consumer logs, records and rejects it (GuardedConsumer)
+
+
+class GuardedConsumer(Consumer):
+    """Celery's consumer, refusing a message whose headers cannot be routed and any message whose handling
+    raises, instead of dying with it."""
+
+    def create_task_handler(self, *args: Any, **kwargs: Any):
+        handle = super().create_task_handler(*args, **kwargs)
+        recoverable = tuple(self.connection_errors) + tuple(self.channel_errors)
+
+        def on_task_received(message) -> None:
+            headers = getattr(message, "headers", None)
+            task = headers.get("task") if isinstance(headers, dict) else None
+            if headers and not isinstance(task, (str, type(None))):
+                return self._refuse(message, f"header 'task' must be a task name (got {str(task)[:60]!r})")
+            try:
+                return handle(message)
+            except recoverable:
+                raise  # the connection is gone: Celery reconnects and the message comes back
+            except Exception as error:
+                return self._refuse(message, f"{type(error).__name__}: {error}")
+
+        return on_task_received
+
+    def _refuse(self, message, reason: str) -> None:
+        _record_message(message, reason)
+        message.reject_log_error(log, self.connection_errors)
+
+    # Celery's own refusals, recorded too (then handled as Celery does: logged and removed).
+    def on_invalid_task(self, body, message, exc) -> None:
+        _record_message(message, f"invalid task message: {exc}")
+        super().on_invalid_task(body, message, exc)
+
+    def on_unknown_task(self, body, message, exc) -> None:
+        _record_message(message, f"unknown task: {exc}")
+        super().on_unknown_task(body, message, exc)
+
+    def on_unknown_message(self, body, message) -> None:
+        _record_message(message, "not a task message (no task header)")
+        super().on_unknown_message(body, message)
+
+    def on_decode_error(self, message, exc) -> None:
+        _record_message(message, f"undecodable message: {type(exc).__name__}: {exc}")
+        super().on_decode_error(message, exc)
+
+
+def _record_message(message, reason: str) -> None:
+    headers = getattr(message, "headers", None)
+    record(reason, headers.get("id") if isinstance(headers, dict) else None, getattr(message, "body", None))
