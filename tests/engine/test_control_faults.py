@@ -2,6 +2,8 @@
 lost or recorded twice, and never do two loops run one search at once."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -58,3 +60,39 @@ def test_a_search_survives_a_redis_restart(stack, redis_process):
     assert search.status == Search.Status.FINISHED, search.status_reason
     individuals = assert_each_recorded_once(search, 24)
     assert all(i.status == Individual.Status.DONE for i in individuals)
+
+
+def process_state(pid: int) -> str:
+    """The kernel's state letter of ``pid`` (``T``: stopped)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_loop_that_stalls_past_its_lease_never_writes_again(stack):
+    """The lease fences: a loop frozen (SIGSTOP) with results in hand until a second loop has taken the search
+    over writes nothing when it wakes; every individual is recorded once and the accounting adds up."""
+    from webapp.control import faults
+    from webapp.messaging import transport
+
+    stack.evaluator("alpha", slots=2)
+    first, second = stack.control(), stack.control()
+    search = launched("stalled loop", simulated_config(evaluations=30, duration=0.3))
+    wait_until(lambda: done_count(search.pk) >= 6, 60, message="6 evaluations done")
+    pid = int(Search.objects.get(pk=search.pk).lease_owner.split(":")[1])
+    transport.client().set(faults.freeze_key(search.pk), "collect")
+    wait_until(lambda: process_state(pid) == "T", 30, interval=0.05, message="the loop frozen")
+    frozen_owner = Search.objects.get(pk=search.pk).lease_owner
+    # The lease expires; a reaper starts a second loop, which takes the search over and goes on.
+    wait_until(lambda: Search.objects.get(pk=search.pk).lease_owner not in ("", frozen_owner), 60,
+               message="a second loop took over")
+    wait_until(lambda: done_count(search.pk) >= 12, 60, message="the second loop records results")
+    os.kill(pid, signal.SIGCONT)
+    stalled = stack.holding(pid)
+    stalled.wait_for("lease taken over; this loop stops", timeout=30)
+    search = finished(search.pk, timeout=120)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = assert_each_recorded_once(search, 30)
+    assert all(i.status == Individual.Status.DONE for i in individuals)
+    stats = search.stats
+    assert stats["done"] + stats["failed"] == 30 == search.evaluations_done  # no stale write overwrote them
+    assert sum(node["count"] for node in stats["nodes"].values()) == 30

@@ -24,7 +24,7 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import kept, lease, recording, strategy_store
+from webapp.control import faults, kept, lease, recording, strategy_store
 from webapp.control.lease import LeaseLost
 from webapp.messaging import messages, signing, transport
 from webapp.searches import accounting, broadcast
@@ -137,6 +137,7 @@ class SearchLoop:
         if not raw:
             return 0
         self._renew(force=True)
+        faults.freeze_point(self.search_id, "collect")  # tests: a loop that stalls with messages in hand
         parsed = []
         for item in raw:
             try:
