@@ -69,8 +69,9 @@ def process_state(pid: int) -> str:
 
 
 def test_a_loop_that_stalls_past_its_lease_never_writes_again(stack):
-    """The lease fences: a loop frozen (SIGSTOP) with results in hand until a second loop has taken the search
-    over writes nothing when it wakes; every individual is recorded once and the accounting adds up."""
+    """The lease fences: a loop frozen (SIGSTOP) with packets in hand, about to mark them sent, until a second
+    loop has taken the search over, sent them itself and recorded their results, writes nothing when it wakes.
+    (Unfenced, it marked those finished individuals queued again: the search never ended.)"""
     from webapp.control import faults
     from webapp.messaging import transport
 
@@ -79,13 +80,17 @@ def test_a_loop_that_stalls_past_its_lease_never_writes_again(stack):
     search = launched("stalled loop", simulated_config(evaluations=30, duration=0.3))
     wait_until(lambda: done_count(search.pk) >= 6, 60, message="6 evaluations done")
     pid = int(Search.objects.get(pk=search.pk).lease_owner.split(":")[1])
-    transport.client().set(faults.freeze_key(search.pk), "collect")
+    transport.client().set(faults.freeze_key(search.pk), "send")
     wait_until(lambda: process_state(pid) == "T", 30, interval=0.05, message="the loop frozen")
     frozen_owner = Search.objects.get(pk=search.pk).lease_owner
+    # What the frozen loop created and was about to send: created and committed, not marked sent.
+    held = list(Individual.objects.filter(search=search, dispatched__isnull=True).values_list("pk", flat=True))
+    assert held
     # The lease expires; a reaper starts a second loop, which takes the search over and goes on.
     wait_until(lambda: Search.objects.get(pk=search.pk).lease_owner not in ("", frozen_owner), 60,
                message="a second loop took over")
-    wait_until(lambda: done_count(search.pk) >= 12, 60, message="the second loop records results")
+    wait_until(lambda: Individual.objects.filter(pk__in=held, status=Individual.Status.DONE).count() == len(held),
+               60, message="the second loop sent and recorded what the first held")
     os.kill(pid, signal.SIGCONT)
     stalled = stack.holding(pid)
     stalled.wait_for("lease taken over; this loop stops", timeout=30)

@@ -137,7 +137,6 @@ class SearchLoop:
         if not raw:
             return 0
         self._renew(force=True)
-        faults.freeze_point(self.search_id, "collect")  # tests: a loop that stalls with messages in hand
         parsed = []
         for item in raw:
             try:
@@ -304,6 +303,7 @@ class SearchLoop:
                 for i in chunk
             ])
             packets.append((chunk, data, signature, uuid.uuid4().hex))
+        faults.freeze_point(self.search_id, "send")  # tests: a loop that stalls with packets in hand
         with recording.fenced(self.search_id, self.owner) as search:
             for chunk, data, signature, task_id in packets:
                 recording.mark_sent(search, chunk, task_id, len(json.dumps(data)) + len(signature), resent)
