@@ -41,6 +41,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every error under /api/ leaves as JSON, whichever layer below made it.
+    "webapp.dashboard.api_errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -51,6 +53,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "webapp.urls"
+# A CSRF failure under /api/ answers JSON with the reason; pages keep Django's page.
+CSRF_FAILURE_VIEW = "webapp.dashboard.api_errors.csrf_failure"
 ASGI_APPLICATION = "webapp.asgi.application"
 WSGI_APPLICATION = "webapp.wsgi.application"
 
