@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_channel_layer, redis_tls
+from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_cache, redis_channel_layer, redis_tls
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
@@ -98,6 +98,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Failed sign-ins are counted per account and per address in Redis (the "login" cache below, shared by every
+# web process): past the limit, sign-ins are locked for NAS_LOGIN_LOCKOUT seconds (webapp.dashboard.throttle).
+AUTHENTICATION_BACKENDS = ["webapp.dashboard.throttle.ThrottledModelBackend"]
+NAS_LOGIN_FAILURES = env_int("NAS_LOGIN_FAILURES", 5)
+NAS_LOGIN_ADDRESS_FAILURES = env_int("NAS_LOGIN_ADDRESS_FAILURES", 20)
+NAS_LOGIN_LOCKOUT = env_int("NAS_LOGIN_LOCKOUT", 900)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -128,6 +134,10 @@ def _redis_url() -> str:
 REDIS_URL = _redis_url()
 
 CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "login": redis_cache(REDIS_URL, "nas-login", env_str("NAS_REDIS_CA", "")),
+}
 
 # ---------------------------------------------------------------------------------------------------------
 # Celery. The database is the truth and queues are only transport (DESIGN.md, "Nothing is lost"); these

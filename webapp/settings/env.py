@@ -62,3 +62,13 @@ def redis_channel_layer(url: str) -> dict:
     channels_redis's blocking read, so an idle websocket would drop every 5 s: a longer timeout keeps it open."""
     return {"BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {"hosts": [{"address": url, "socket_timeout": 30}]}}
+
+
+def redis_cache(url: str, prefix: str, ca_file: str = "") -> dict:
+    """A Django cache in the Redis at ``url`` (shared by every process), with short timeouts: a cache that
+    does not answer must not hold a request for long."""
+    options: dict = {"socket_connect_timeout": 2, "socket_timeout": 2}
+    if url.startswith("rediss://") and ca_file:
+        options["ssl_ca_certs"] = ca_file
+    return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": prefix,
+            "OPTIONS": options}
