@@ -133,7 +133,11 @@ def _redis_url() -> str:
 
 REDIS_URL = _redis_url()
 
-CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
+# Each web process opens at most this many connections to Redis for its websockets; a burst of viewers beyond
+# them waits (up to the timeout) for a free one instead of failing its handshake. Redis allows 10,000 clients.
+NAS_CHANNEL_POOL_SIZE = env_int("NAS_CHANNEL_POOL_SIZE", 200)
+NAS_CHANNEL_POOL_TIMEOUT = env_int("NAS_CHANNEL_POOL_TIMEOUT", 10)
+CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL, NAS_CHANNEL_POOL_SIZE, NAS_CHANNEL_POOL_TIMEOUT)}
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "login": redis_cache(REDIS_URL, "nas-login", env_str("NAS_REDIS_CA", "")),

@@ -57,11 +57,14 @@ def redis_tls(url: str, ca_file: str = "") -> dict | None:
     return options
 
 
-def redis_channel_layer(url: str) -> dict:
+def redis_channel_layer(url: str, pool_size: int = 200, pool_timeout: float = 10.0) -> dict:
     """The Channels layer over the Redis at ``url``. redis-py's default 5 s socket timeout equals
-    channels_redis's blocking read, so an idle websocket would drop every 5 s: a longer timeout keeps it open."""
-    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": url, "socket_timeout": 30}]}}
+    channels_redis's blocking read, so an idle websocket would drop every 5 s: a longer timeout keeps it open.
+    Each process opens at most ``pool_size`` connections; a burst beyond them waits up to ``pool_timeout``
+    seconds for a free one (``webapp.channel_layer``)."""
+    return {"BACKEND": "webapp.channel_layer.PooledRedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_timeout": 30, "socket_connect_timeout": 5}],
+                       "pool_size": pool_size, "pool_timeout": pool_timeout}}
 
 
 def redis_cache(url: str, prefix: str, ca_file: str = "") -> dict:
