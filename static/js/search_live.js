@@ -265,8 +265,8 @@
   // Reconnecting: exponential back-off with jitter (half to all of the current delay, so that a thousand pages
   // dropped at once by a server or Redis restart do not all come back in the same instant), from 0.5 s up
   // to 30 s. The delay is reset only when the server has answered on the socket: a handshake it accepts
-  // and closes at once (1013, "try again later", while its Redis is away) keeps backing off.
-  const RETRY_FIRST = 500, RETRY_MAX = 30000, TRY_AGAIN_LATER = 1013;
+  // and closes at once (4013, "try again later", while its Redis is away) keeps backing off.
+  const RETRY_FIRST = 500, RETRY_MAX = 30000, TRY_AGAIN_LATER = 4013;
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";

@@ -92,7 +92,7 @@ def test_behind_a_tls_proxy_the_https_origin_and_the_trusted_origins_are_accepte
 
 
 def test_an_unreachable_redis_closes_the_handshake_with_try_again_later(client, users, search, settings):
-    """No 500 when Redis is away: the socket is accepted and closed with 1013, and the page retries."""
+    """No 500 when Redis is away: the socket is accepted and closed with 4013, and the page retries."""
     import socket as sockets
 
     with sockets.socket() as probe:
@@ -109,7 +109,7 @@ def test_an_unreachable_redis_closes_the_handshake_with_try_again_later(client, 
         return connected, closing
 
     connected, closing = async_to_sync(attempt)()
-    assert connected and closing == {"type": "websocket.close", "code": 1013}
+    assert connected and closing == {"type": "websocket.close", "code": 4013}
 
 
 def test_a_dropped_connection_loses_nothing(client, users, search, redis_layer):

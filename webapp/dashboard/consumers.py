@@ -11,7 +11,7 @@ Protocol (JSON both ways):
 Other origins than the site's own are refused by ``SameOriginValidator`` (``webapp.asgi``); anonymous users
 and users who may not see the search are refused here (the handshake is refused with 403).
 
-When the channel layer (Redis) fails, during a handshake or later, the socket is closed with code 1013 ("try
+When the channel layer (Redis) fails, during a handshake or later, the socket is closed with code 4013 ("try
 again later") instead of failing with a 500: the page reconnects with back-off and catches up from the log.
 Whatever ends a connection, its group membership is discarded, so a group holds no dead members.
 """
@@ -32,8 +32,9 @@ log = logging.getLogger(__name__)
 CATCH_UP = 5000
 #: Sequence numbers are 64-bit integers in the database.
 MAX_SEQ = 2**63 - 1
-#: RFC 6455's "Try Again Later": the server cannot serve the socket right now.
-TRY_AGAIN_LATER = 1013
+#: "Try again later": the server cannot serve the socket right now. RFC 6455's own code (1013) is refused by
+#: daphne's websocket library (it sends only 1000 and 3000-4999), so the application range echoes it.
+TRY_AGAIN_LATER = 4013
 #: What a briefly unreachable Redis raises (a refused or timed-out connection, a pool without a free one).
 LAYER_ERRORS = (RedisError, OSError, asyncio.TimeoutError)
 
