@@ -9,11 +9,11 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from webapp.dashboard.origins import SameOriginValidator  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.NAS_SERVE_STATIC:
@@ -23,6 +23,7 @@ if settings.NAS_SERVE_STATIC:
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Only pages of this site (same scheme, host and port) may open a socket with the user's cookie.
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

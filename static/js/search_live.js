@@ -262,21 +262,30 @@
     }
   }
 
+  // Reconnecting: exponential back-off with jitter (half to all of the current delay, so that a thousand pages
+  // dropped at once by a server or Redis restart do not all come back in the same instant), from 0.5 s up
+  // to 30 s. The delay is reset only when the server has answered on the socket: a handshake it accepts
+  // and closes at once (4013, "try again later", while its Redis is away) keeps backing off.
+  const RETRY_FIRST = 500, RETRY_MAX = 30000, TRY_AGAIN_LATER = 4013;
+
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     const socket = new WebSocket(scheme + window.location.host + "/ws/searches/" + searchId + "/");
     state.socket = socket;
-    socket.onopen = () => { state.retry = 500; setText("live-state", "live"); resume(true); };
+    socket.onopen = () => { setText("live-state", "live"); resume(true); };
     socket.onmessage = (message) => {
+      state.retry = RETRY_FIRST;
       const data = JSON.parse(message.data);
       if (data.type === "events") receive(data.events);
       else if (data.type === "resync") loadSnapshot().then(() => resume(true));
     };
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (state.socket !== socket) return;
-      setText("live-state", "reconnecting…");
-      setTimeout(connect, Math.max(state.retry, state.holdUntil - Date.now()));
-      state.retry = Math.min(state.retry * 2, 5000);
+      const delay = Math.max(state.retry * (0.5 + Math.random() / 2), state.holdUntil - Date.now());
+      const why = event.code === TRY_AGAIN_LATER ? "server busy, " : "";
+      setText("live-state", why + "reconnecting in " + Math.ceil(delay / 1000) + " s…");
+      setTimeout(connect, delay);
+      state.retry = Math.min(state.retry * 2, RETRY_MAX);
     };
   }
 

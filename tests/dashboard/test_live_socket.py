@@ -13,6 +13,7 @@ from webapp.settings.env import redis_channel_layer
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")
 
 
 @pytest.fixture
@@ -26,8 +27,11 @@ def cookie(client, user) -> tuple[bytes, bytes]:
 
 
 def communicator(search_id: int, *headers) -> WebsocketCommunicator:
+    """A handshake as a browser sends it: ``Host: localhost`` unless ``headers`` name another."""
     from webapp.asgi import application
 
+    if not any(name == b"host" for name, _ in headers):
+        headers = (HOST, *headers)
     return WebsocketCommunicator(application, f"/ws/searches/{search_id}/", headers=list(headers))
 
 
@@ -50,6 +54,63 @@ def test_refuses_other_origins_anonymous_users_and_non_owners(client, users, sea
     assert not connects(search.pk, ORIGIN, cookie(client, users["other"]))
     assert connects(search.pk, ORIGIN, cookie(client, users["staff"]))
     assert not connects(search.pk + 1000, ORIGIN, owner)
+
+
+#: (Origin, Host, accepted?): the page's own scheme, host and port only, for a host in ALLOWED_HOSTS.
+ORIGINS = [
+    ("http://localhost", "localhost", True),
+    ("http://localhost:80", "localhost", True),
+    ("http://127.0.0.1:8000", "127.0.0.1:8000", True),
+    ("http://127.0.0.1:9999", "127.0.0.1:8000", False),  # another program on the same machine
+    ("http://127.0.0.1:9999", "127.0.0.1", False),
+    ("https://localhost", "localhost", False),  # the page is served over http
+    ("http://localhost:8000", "127.0.0.1:8000", False),
+    ("http://evil.example", "evil.example", False),  # not an allowed host (DNS rebinding)
+    ("null", "localhost", False),
+    ("http://localhost/path", "localhost", False),
+]
+
+
+@pytest.mark.parametrize("origin,host,accepted", ORIGINS)
+def test_only_the_sites_own_origin_may_open_a_socket(client, users, search, redis_layer, origin, host, accepted):
+    owner = cookie(client, users["owner"])
+    assert connects(search.pk, (b"origin", origin.encode()), (b"host", host.encode()), owner) is accepted
+
+
+def test_behind_a_tls_proxy_the_https_origin_and_the_trusted_origins_are_accepted(client, users, search,
+                                                                                 redis_layer, settings):
+    settings.ALLOWED_HOSTS = ["nas.example.org"]
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.CSRF_TRUSTED_ORIGINS = ["https://dashboard.example.org", "https://*.lab.example.org"]
+    owner = cookie(client, users["owner"])
+    host, proxied = (b"host", b"nas.example.org"), (b"x-forwarded-proto", b"https")
+    assert connects(search.pk, (b"origin", b"https://nas.example.org"), host, proxied, owner)
+    assert not connects(search.pk, (b"origin", b"http://nas.example.org"), host, proxied, owner)
+    assert not connects(search.pk, (b"origin", b"https://nas.example.org"), host, owner)  # not told it is https
+    assert connects(search.pk, (b"origin", b"https://dashboard.example.org"), host, owner)
+    assert connects(search.pk, (b"origin", b"https://a.lab.example.org"), host, owner)
+    assert not connects(search.pk, (b"origin", b"https://dashboard.example.org:8443"), host, owner)
+
+
+def test_an_unreachable_redis_closes_the_handshake_with_try_again_later(client, users, search, settings):
+    """No 500 when Redis is away: the socket is accepted and closed with 4013, and the page retries."""
+    import socket as sockets
+
+    with sockets.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(f"redis://127.0.0.1:{port}/0")}
+    headers = (ORIGIN, cookie(client, users["owner"]))
+
+    async def attempt():
+        socket = communicator(search.pk, *headers)
+        connected, _ = await socket.connect(timeout=30)
+        closing = await socket.receive_output(timeout=30)
+        await socket.wait(timeout=30)
+        return connected, closing
+
+    connected, closing = async_to_sync(attempt)()
+    assert connected and closing == {"type": "websocket.close", "code": 4013}
 
 
 def test_a_dropped_connection_loses_nothing(client, users, search, redis_layer):

@@ -1,28 +1,74 @@
 """A small JSON API over the same services as the pages: list, detail, snapshot, events, individuals (paginated),
-create, and the actions. Session authentication; every write needs the CSRF token (header ``X-CSRFToken``)."""
+create, and the actions. Session authentication; every write needs the CSRF token (header ``X-CSRFToken``).
+Every error is ``{"error": MESSAGE}`` (a bad field adds ``"field"``), never an HTML page (``api_errors``)."""
 from __future__ import annotations
 
+import functools
 import json
+import re
+from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import InvalidPage, Paginator
 from django.http import HttpRequest, JsonResponse
+from django.http.request import RawPostDataException
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.dashboard import charts, live
 from webapp.dashboard.access import api_login_required, owned_search
+from webapp.dashboard.api_errors import json_error as _error
 from webapp.dashboard.pages import ACTIONS
 from webapp.searches import broadcast
 from webapp.services import lifecycle, queries
 from webapp.searches.config import ConfigError
 
+#: The fields of a create request's body.
+CREATE_FIELDS = ("name", "config", "launch")
+#: Sequence numbers are 64-bit integers in the database; a larger ``after`` cannot match and would overflow.
+MAX_SEQ = 2**63 - 1
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
-def _error(message: str, status: int = 400, **extra) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
+
+class BodyError(ValueError):
+    """A request body that is not the JSON object the endpoint expects."""
+
+
+def clean_query(view):
+    """No NUL or other control character in a query parameter: some databases refuse them in a query (a 500),
+    and no name, sort key or number contains one."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs):
+        for name, values in request.GET.lists():
+            if any(CONTROL.search(value) for value in [name, *values]):
+                return _error(f"The query parameter {name!r:.100} holds a control character.", field=name[:100])
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def json_body(request: HttpRequest) -> Any:
+    """The request's body parsed as JSON (empty: ``{}``), or :class:`BodyError` saying what is wrong."""
+    try:
+        raw = request.body
+    except RawPostDataException:
+        # A multipart form was parsed (by the CSRF check) as it streamed in: there is no body left to read.
+        raise BodyError("The body must be JSON (Content-Type: application/json), not a multipart form.") from None
+    except RequestDataTooBig:
+        raise BodyError(f"The body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.") from None
+    try:
+        return json.loads(raw or b"{}")
+    except RecursionError:
+        raise BodyError("The body must be JSON nested less deeply.") from None
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+        raise BodyError(f"The body must be JSON: {error}") from None
 
 
 @api_login_required
 @require_http_methods(["GET", "POST"])
+@clean_query
 def searches(request: HttpRequest) -> JsonResponse:
     if request.method == "POST":
         return _create(request)
@@ -30,21 +76,27 @@ def searches(request: HttpRequest) -> JsonResponse:
     try:
         page = Paginator(visible, 100).page(int(request.GET.get("page", "1")))
     except (ValueError, InvalidPage):
-        return _error("`page` must be a page number that exists.")
+        return _error("`page` must be a page number that exists.", field="page")
     return JsonResponse({"results": [queries.search_row(s) for s in page.object_list],
                          "count": page.paginator.count, "page": page.number, "pages": page.paginator.num_pages})
 
 
 def _create(request: HttpRequest) -> JsonResponse:
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        return _error(f"The body must be JSON: {error}")
+        body = json_body(request)
+    except BodyError as error:
+        return _error(str(error))
     if not isinstance(body, dict):
-        return _error('The body must be a JSON object {"name": ..., "config": {...}}.')
+        return _error('The body must be a JSON object {"name": ..., "config": {...}, "launch": false}.')
+    unknown = sorted(set(body) - set(CREATE_FIELDS))
+    if unknown:
+        return _error(f"Unknown field {unknown[0]!r}; the fields are {', '.join(CREATE_FIELDS)}.", field=unknown[0])
+    launch = body.get("launch", False)
+    if not isinstance(launch, bool):
+        return _error(f"`launch` must be true or false (got {launch!r:.100}).", field="launch")
     try:
         search = lifecycle.create_search(request.user, body.get("name", ""), body.get("config", {}))
-        if body.get("launch"):
+        if launch:
             lifecycle.launch(search)
     except ConfigError as error:
         return _error(str(error), field=error.field)
@@ -55,12 +107,14 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 @api_login_required
 @require_GET
+@clean_query
 def search(request: HttpRequest, search_id: int) -> JsonResponse:
     return JsonResponse(queries.search_detail(owned_search(request, search_id)))
 
 
 @api_login_required
 @require_GET
+@clean_query
 @gzip_page  # ~4 MB of JSON at 10,000 individuals; no secret in it, so compressing it leaks nothing (BREACH)
 def snapshot(request: HttpRequest, search_id: int) -> JsonResponse:
     return JsonResponse(live.snapshot(owned_search(request, search_id)))
@@ -68,6 +122,7 @@ def snapshot(request: HttpRequest, search_id: int) -> JsonResponse:
 
 @api_login_required
 @require_GET
+@clean_query
 def pareto(request: HttpRequest, search_id: int) -> JsonResponse:
     """The Pareto chart alone (the live page refreshes it as results come), or 404 for a single objective."""
     search = owned_search(request, search_id)
@@ -79,18 +134,22 @@ def pareto(request: HttpRequest, search_id: int) -> JsonResponse:
 
 @api_login_required
 @require_GET
+@clean_query
 @gzip_page
 def events(request: HttpRequest, search_id: int) -> JsonResponse:
     search = owned_search(request, search_id)
     try:
-        after = int(request.GET.get("after", "0"))
+        after = int(request.GET.get("after") or "0")
     except ValueError:
-        return _error("`after` must be an integer sequence number.")
+        after = -1
+    if not 0 <= after <= MAX_SEQ:
+        return _error(f"`after` must be a sequence number from 0 to {MAX_SEQ}.", field="after")
     return JsonResponse({"events": broadcast.events_after(search.pk, after), "seq": search.event_seq})
 
 
 @api_login_required
 @require_GET
+@clean_query
 def individuals(request: HttpRequest, search_id: int) -> JsonResponse:
     search = owned_search(request, search_id)
     try:

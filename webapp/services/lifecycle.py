@@ -17,14 +17,32 @@ class ActionError(ValueError):
     """An action that does not apply to the search in its present state (e.g. resuming a finished one)."""
 
 
-def create_search(owner, name: str, config: Any) -> Search:
-    """A draft search with its configuration checked (:class:`~webapp.searches.config.ConfigError` if bad)."""
-    checked = check_config(config)
-    name = (name or "").strip()
+#: The longest name a search may have (the column's length).
+NAME_LENGTH = 200
+
+
+def check_name(name: Any) -> str:
+    """The name without surrounding spaces: 1 to 200 printable characters, else :class:`ActionError`."""
+    if not isinstance(name, str):
+        raise ActionError(f"A search's name must be text (got {type(name).__name__}).")
+    name = name.strip()
     if not name:
         raise ActionError("A search needs a name.")
+    if len(name) > NAME_LENGTH:
+        raise ActionError(f"A search's name has at most {NAME_LENGTH} characters (got {len(name)}).")
+    bad = next((i for i, char in enumerate(name) if not char.isprintable()), None)
+    if bad is not None:
+        raise ActionError(f"A search's name must be printable characters only (got {name[bad]!r} at {bad + 1}).")
+    return name
+
+
+def create_search(owner, name: str, config: Any) -> Search:
+    """A draft search with its name and configuration checked (:class:`ActionError` for the name,
+    :class:`~webapp.searches.config.ConfigError` for the configuration); nothing is saved if either is bad."""
+    checked = check_config(config)
+    name = check_name(name)
     return Search.objects.create(
-        owner=owner, name=name[:200], config=checked, evaluations_total=planned_evaluations(checked)
+        owner=owner, name=name, config=checked, evaluations_total=planned_evaluations(checked)
     )
 
 
@@ -72,7 +90,7 @@ def resume(search: Search) -> Search:
 
 def clone(search: Search, owner, name: str | None = None) -> Search:
     """A new draft with the same configuration (edit and launch it)."""
-    copy = create_search(owner, name or f"{search.name} (copy)", search.config)
+    copy = create_search(owner, name or f"{search.name[:NAME_LENGTH - 7]} (copy)", search.config)
     copy.cloned_from = search
     copy.save(update_fields=["cloned_from"])
     return copy

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_channel_layer, redis_tls
+from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_cache, redis_channel_layer, redis_tls
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
@@ -41,6 +41,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every error under /api/ leaves as JSON, whichever layer below made it.
+    "webapp.dashboard.api_errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -51,6 +53,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "webapp.urls"
+# A CSRF failure under /api/ answers JSON with the reason; pages keep Django's page.
+CSRF_FAILURE_VIEW = "webapp.dashboard.api_errors.csrf_failure"
 ASGI_APPLICATION = "webapp.asgi.application"
 WSGI_APPLICATION = "webapp.wsgi.application"
 
@@ -94,6 +98,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Failed sign-ins are counted per account and per address in Redis (the "login" cache below, shared by every
+# web process): past the limit, sign-ins are locked for NAS_LOGIN_LOCKOUT seconds (webapp.dashboard.throttle).
+AUTHENTICATION_BACKENDS = ["webapp.dashboard.throttle.ThrottledModelBackend"]
+NAS_LOGIN_FAILURES = env_int("NAS_LOGIN_FAILURES", 5)
+NAS_LOGIN_ADDRESS_FAILURES = env_int("NAS_LOGIN_ADDRESS_FAILURES", 20)
+NAS_LOGIN_LOCKOUT = env_int("NAS_LOGIN_LOCKOUT", 900)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -123,7 +133,15 @@ def _redis_url() -> str:
 
 REDIS_URL = _redis_url()
 
-CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
+# Each web process opens at most this many connections to Redis for its websockets; a burst of viewers beyond
+# them waits (up to the timeout) for a free one instead of failing its handshake. Redis allows 10,000 clients.
+NAS_CHANNEL_POOL_SIZE = env_int("NAS_CHANNEL_POOL_SIZE", 200)
+NAS_CHANNEL_POOL_TIMEOUT = env_int("NAS_CHANNEL_POOL_TIMEOUT", 10)
+CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL, NAS_CHANNEL_POOL_SIZE, NAS_CHANNEL_POOL_TIMEOUT)}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "login": redis_cache(REDIS_URL, "nas-login", env_str("NAS_REDIS_CA", "")),
+}
 
 # ---------------------------------------------------------------------------------------------------------
 # Celery. The database is the truth and queues are only transport: these settings make the transport deliver

@@ -57,8 +57,21 @@ def redis_tls(url: str, ca_file: str = "") -> dict | None:
     return options
 
 
-def redis_channel_layer(url: str) -> dict:
+def redis_channel_layer(url: str, pool_size: int = 200, pool_timeout: float = 10.0) -> dict:
     """The Channels layer over the Redis at ``url``. redis-py's default 5 s socket timeout equals
-    channels_redis's blocking read, so an idle websocket would drop every 5 s: a longer timeout keeps it open."""
-    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": url, "socket_timeout": 30}]}}
+    channels_redis's blocking read, so an idle websocket would drop every 5 s: a longer timeout keeps it open.
+    Each process opens at most ``pool_size`` connections; a burst beyond them waits up to ``pool_timeout``
+    seconds for a free one (``webapp.channel_layer``)."""
+    return {"BACKEND": "webapp.channel_layer.PooledRedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_timeout": 30, "socket_connect_timeout": 5}],
+                       "pool_size": pool_size, "pool_timeout": pool_timeout}}
+
+
+def redis_cache(url: str, prefix: str, ca_file: str = "") -> dict:
+    """A Django cache in the Redis at ``url`` (shared by every process), with short timeouts: a cache that
+    does not answer must not hold a request for long."""
+    options: dict = {"socket_connect_timeout": 2, "socket_timeout": 2}
+    if url.startswith("rediss://") and ca_file:
+        options["ssl_ca_certs"] = ca_file
+    return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": prefix,
+            "OPTIONS": options}
