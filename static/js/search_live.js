@@ -290,8 +290,15 @@
     params.set("sort", table.sort);
     params.set("page", table.page);
     const response = await fetch(root.dataset.table + "?" + params.toString());
-    document.getElementById("table-holder").innerHTML = response.ok ? await response.text()
-      : "<p class='bad'>" + (await response.text()) + "</p>";
+    const holder = document.getElementById("table-holder");
+    if (response.ok) {
+      holder.innerHTML = await response.text();
+    } else {  // the message may quote the query: text, never markup
+      const error = document.createElement("p");
+      error.className = "bad";
+      error.textContent = await response.text();
+      holder.replaceChildren(error);
+    }
     table.last = Date.now();
   }
 

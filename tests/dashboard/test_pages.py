@@ -152,3 +152,54 @@ def test_nodes_page_lists_workers(owner_client, settings):
         html = owner_client.get(reverse("nodes")).content.decode()
     assert "host-1" in html and "host-2" in html
     assert '<td class="ok">live</td>' in html and '<td class="bad">stale</td>' in html
+
+
+def test_every_page_carries_the_content_security_policy(owner_client, search, client):
+    from webapp.dashboard.csp import HEADER
+
+    urls = [reverse("home"), reverse("search-list"), reverse("search-create"), reverse("nodes"),
+            reverse("search-detail", args=[search.pk]), reverse("search-table", args=[search.pk]),
+            reverse("search-table", args=[search.pk]) + "?sort=nope", reverse("individual-detail", args=[search.pk, 4]),
+            reverse("search-detail", args=[search.pk + 100]), reverse("plotly-js"), reverse("api-searches"), "/admin/"]
+    responses = [owner_client.get(url) for url in urls] + [client.get(reverse("login"))]
+    statuses = {response.status_code for response in responses}
+    assert {200, 400, 404, 302} <= statuses  # pages, a bad query, a missing search, the admin's redirect
+    for response in responses:
+        policy = dict(part.strip().split(" ", 1) for part in response[HEADER].split(";"))
+        assert policy["script-src"] == "'self'", response.request["PATH_INFO"]
+        assert "unsafe" not in response[HEADER]
+        assert policy["object-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+        assert policy["base-uri"] == "'self'"
+
+
+def test_no_page_holds_an_inline_script(owner_client, search):
+    import re
+
+    from webapp.searches.models import Individual
+
+    Individual.objects.filter(search=search, number=4).update(curve=[{"epoch": 1, "val_accuracy": 0.5}])
+    urls = [reverse("home"), reverse("search-list"), reverse("search-create"), reverse("nodes"),
+            reverse("search-detail", args=[search.pk]), reverse("individual-detail", args=[search.pk, 4])]
+    for url in urls:
+        html = owner_client.get(url).content.decode()
+        scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S)
+        # Only scripts from a URL, or JSON data (json_script), which a browser never runs.
+        assert all("src=" in attrs or 'type="application/json"' in attrs for attrs, _ in scripts), url
+        assert all(not body.strip() or "json" in attrs for attrs, body in scripts), url
+        assert not re.search(r"\son[a-z]+\s*=", html), url
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'id="curve-figure"' in html and "js/individual.js" in html
+
+
+@pytest.mark.parametrize("name", ["sort", "status", "page", "per_page"])
+def test_a_bad_table_query_is_answered_in_plain_text(owner_client, search, name):
+    payload = "<script>alert(document.cookie)</script>"
+    response = owner_client.get(reverse("search-table", args=[search.pk]), {name: payload})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert f"`{name}` must" in response.content.decode()
+
+
+def test_an_unknown_action_is_answered_in_plain_text(owner_client, search):
+    response = owner_client.post(reverse("search-action", args=[search.pk, "<img src=x onerror=alert(1)>"]))
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/plain")

@@ -6,7 +6,7 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -17,6 +17,11 @@ from webapp.searches import exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
+
+
+def bad_request(message: str) -> HttpResponse:
+    """A 400 whose message may quote what the user sent: plain text, so a browser never reads it as HTML."""
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -64,7 +69,7 @@ def individuals_table(request: HttpRequest, search_id: int) -> HttpResponse:
     try:
         page = queries.individuals_page(search, request.GET)
     except queries.QueryError as error:
-        return HttpResponseBadRequest(str(error))
+        return bad_request(str(error))
     columns = [("number", "#"), ("status", "state"), ("fitness", "fitness"), (None, "architecture"),
                ("node", "node"), ("generation", "gen"), ("operator", "operator"), ("duration", "seconds"),
                ("attempts", "tries")]
@@ -82,7 +87,7 @@ def search_action(request: HttpRequest, search_id: int, action: str) -> HttpResp
             messages.success(request, f"Cloned as draft #{copy.pk}: launch it when ready.")
             return redirect("search-detail", search_id=copy.pk)
         if action not in ACTIONS:
-            return HttpResponseBadRequest(f"Unknown action {action!r}.")
+            return bad_request(f"Unknown action {action!r}.")
         ACTIONS[action](search)
     except lifecycle.ActionError as error:
         messages.error(request, str(error))
