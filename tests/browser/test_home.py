@@ -1,5 +1,7 @@
-"""The home page in a real browser: content, Redis status, and signing in with the login form."""
+"""The home page in a real browser: content, Redis status (to staff), and signing in with the login form."""
 import pytest
+
+from tests.browser.live_stack import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -10,10 +12,14 @@ def live_home(live_server, settings, redis_url):
     return live_server.url + "/"
 
 
-def test_home_page_shows_the_product_and_redis_status(page, live_home):
+def test_home_page_shows_the_product_and_redis_status_to_staff(page, live_home, live_server, django_user_model):
     page.goto(live_home)
     assert page.title() == "Evolutionary NAS"
     assert page.locator("h1").inner_text() == "Distributed evolutionary neural architecture search"
+    assert page.locator("#system-status").count() == 0  # a stranger sees no infrastructure
+    staff = django_user_model.objects.create_user(username="root", password="a-long-password-1", is_staff=True)
+    sign_in(page, live_server.url, staff)
+    page.goto(live_home)
     status = page.locator("#system-status dd.ok").first
     assert "reachable" in status.inner_text()
     # The stylesheet is served and applied (the top bar is dark), not a bare unstyled page.

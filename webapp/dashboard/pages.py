@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, charts
+from webapp.dashboard import architecture, charts, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
 from webapp.searches import exports, lifecycle, nodes, queries
@@ -24,8 +24,27 @@ def bad_request(message: str) -> HttpResponse:
     return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
+#: How many of a user's searches the home page lists.
+RECENT = 5
+
+
+def list_row(search) -> dict:
+    """A search as the list and the home page show it: the API's row plus dates and a duration for people."""
+    row = queries.search_row(search)
+    return {**row, "started_at": display.moment(search.started), "created_at": display.moment(search.created),
+            "duration_text": display.duration(row["duration"])}
+
+
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/home.html", {"status": system_status()})
+    """What the product does; a signed-in user's latest searches; the system's details for staff only (the
+    Redis URL and the database engine tell a stranger where to aim)."""
+    context = {}
+    if request.user.is_authenticated:
+        mine = queries.visible_searches(request.user).filter(owner=request.user).select_related("owner")
+        context["recent"] = [list_row(s) for s in mine.order_by("-created", "-pk")[:RECENT]]
+    if request.user.is_staff:
+        context["status"] = system_status()
+    return render(request, "dashboard/home.html", context)
 
 
 @login_required
@@ -33,7 +52,7 @@ def search_list(request: HttpRequest) -> HttpResponse:
     visible = queries.visible_searches(request.user).select_related("owner").order_by("-created", "-pk")
     page = Paginator(visible, 50).get_page(request.GET.get("page"))
     return render(request, "dashboard/search_list.html",
-                  {"page": page, "rows": [queries.search_row(s) for s in page.object_list]})
+                  {"page": page, "rows": [list_row(s) for s in page.object_list]})
 
 
 @login_required
@@ -98,11 +117,14 @@ def search_action(request: HttpRequest, search_id: int, action: str) -> HttpResp
 def individual_detail(request: HttpRequest, search_id: int, number: int) -> HttpResponse:
     individual = owned_individual(request, search_id, number)
     search = individual.search
-    metrics = {k: v for k, v in (individual.metrics or {}).items() if k != "timings"}
+    metrics = {k: display.metric(k, v) for k, v in (individual.metrics or {}).items() if k != "timings"}
+    timings = ((individual.metrics or {}).get("timings") or {}).items()
     return render(request, "dashboard/individual.html", {
         "search": search, "individual": individual, "lineage": queries.lineage(individual),
         "genome_json": json.dumps(individual.genome, indent=2), "metrics": sorted(metrics.items()),
-        "timings": sorted(((individual.metrics or {}).get("timings") or {}).items()),
+        "timings": sorted((name, display.seconds(value)) for name, value in timings),
+        "fitness": display.metric("fitness", individual.fitness),
+        "duration": display.seconds(individual.duration),
         "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
         "curve_figure": charts.learning_curve(individual.curve) if individual.curve else None,
         "zip_contents": exports.zip_contents(individual),

@@ -104,6 +104,9 @@ class Weights(models.Model):
     sha256 = models.CharField(max_length=64)
     created = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name = verbose_name_plural = "weights"
+
     def __str__(self) -> str:
         return f"weights of individual {self.individual_id} ({self.nbytes} bytes)"
 
