@@ -4,8 +4,8 @@ injected ``<script>`` or ``onclick=`` does nothing even where escaping was forgo
 Every page keeps its scripts in ``static/js`` and hands data to them through ``json_script``; plotly.js is
 served from our own URL (``webapp.dashboard.assets``). What each source list allows, and why:
 
-- scripts: this site only; no inline script, no ``eval`` (plotly.js compiles its WebGL shaders ahead of time,
-  so even ``scattergl`` needs no ``'unsafe-eval'``);
+- scripts: this site only; no inline script, and no ``eval`` except on the pages that draw WebGL charts
+  (:func:`allow_eval`);
 - ``<style>`` elements: this site's stylesheets, plus the two plotly.js creates, by hash
   (``assets.inline_style_sources``);
 - images: this site, ``data:`` (the empty favicon) and ``blob:`` (a chart saved as PNG);
@@ -15,6 +15,7 @@ served from our own URL (``webapp.dashboard.assets``). What each source list all
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 from django.http import HttpRequest, HttpResponse
 from django.utils.deprecation import MiddlewareMixin
@@ -22,13 +23,13 @@ from django.utils.deprecation import MiddlewareMixin
 HEADER = "Content-Security-Policy"
 
 
-def policy() -> dict[str, tuple[str, ...]]:
+def policy(allow_eval: bool = False) -> dict[str, tuple[str, ...]]:
     """Each directive with its sources."""
     from webapp.dashboard.assets import inline_style_sources
 
     return {
         "default-src": ("'self'",),
-        "script-src": ("'self'",),
+        "script-src": ("'self'", "'unsafe-eval'") if allow_eval else ("'self'",),
         "style-src": ("'self'", *inline_style_sources()),
         "img-src": ("'self'", "data:", "blob:"),
         "connect-src": ("'self'",),
@@ -40,9 +41,24 @@ def policy() -> dict[str, tuple[str, ...]]:
 
 
 @functools.cache
-def header_value() -> str:
+def header_value(allow_eval: bool = False) -> str:
     """The header's value: ``directive source source; ...``."""
-    return "; ".join(f"{directive} {' '.join(sources)}" for directive, sources in policy().items())
+    return "; ".join(f"{directive} {' '.join(sources)}" for directive, sources in policy(allow_eval).items())
+
+
+def allow_eval(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """For a page that draws WebGL charts (``scattergl``): plotly.js's WebGL library (regl) builds the code of
+    a drawing command with ``Function`` whenever its bundle holds no precompiled copy of it, which happens for
+    some of the live page's charts (they then say "WebGL is not supported"). Only that page gets
+    ``'unsafe-eval'``; inline scripts stay forbidden there too, and no script of ours evaluates text."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        response.headers[HEADER] = header_value(allow_eval=True)
+        return response
+
+    return wrapper
 
 
 class ContentSecurityPolicyMiddleware(MiddlewareMixin):

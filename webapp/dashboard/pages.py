@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, charts, display
+from webapp.dashboard import architecture, charts, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
 from webapp.searches import exports, lifecycle, nodes, queries
@@ -72,6 +72,7 @@ def search_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@csp.allow_eval  # its charts are WebGL
 def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
     return render(request, "dashboard/search_detail.html", {
