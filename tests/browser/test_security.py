@@ -101,9 +101,12 @@ def test_no_query_parameter_runs_a_script(page, web, owner, search):
         watch.clean(f"action {payload}")
     # The table's filters as a user types them, and the search's own name on its pages.
     page.goto(f"{web}/searches/{search.pk}/")
+    page.wait_for_selector(".table-meta")
     for payload in PAYLOADS:
+        page.evaluate("() => document.querySelector('.table-meta').remove()")  # back when the table is reloaded
         page.fill("#table-filter input[name=q]", payload)
-        page.wait_for_function("() => document.querySelector('.table-meta') !== null")
+        page.wait_for_selector(".table-meta")
+        assert "0 individuals" in page.locator(".table-meta").inner_text()
     assert search.name in page.locator("h1").inner_text()
     watch.clean("the table's filter")
 
