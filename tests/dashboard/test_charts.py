@@ -139,7 +139,7 @@ def test_efficiency_has_its_own_labelled_percent_scale_from_zero_to_one():
     figure = charts.speedup(history)
     axis = figure["layout"]["yaxis2"]
     # The right axis always spans 0-100%: 39% sits low, not level with the ideal line at the top.
-    assert axis["autorangeoptions"]["include"] == [0, 1] and axis["tickformat"] == ".0%"
+    assert axis["autorangeoptions"]["include"] == [0, 1] and axis["tickformat"] == ".0%" and axis["dtick"] == 0.25
     assert "efficiency" in axis["title"]["text"] and "speedup" in figure["layout"]["yaxis"]["title"]["text"]
     efficiency = traces(figure)["efficiency"]
     assert efficiency["y"] == [0.39] and efficiency["yaxis"] == "y2" and efficiency["line"]["dash"] == "dot"

@@ -145,6 +145,7 @@ def speedup(history: list[dict[str, float]]) -> dict[str, Any]:
                    yaxis={"title": {"text": "speedup (× one slot)"}, "rangemode": "tozero"},
                    yaxis2={"title": {"text": "efficiency, % of ideal (dotted)", "font": {"color": EFFICIENCY_COLOUR}},
                            "overlaying": "y", "side": "right", "tickformat": ".0%", "showgrid": False,
+                           "tickmode": "linear", "tick0": 0, "dtick": 0.25,
                            "tickfont": {"color": EFFICIENCY_COLOUR}, "autorangeoptions": {"include": [0, 1]}})
 
 
