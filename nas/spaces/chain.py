@@ -85,7 +85,8 @@ class ChainSpace(SearchSpace):
         """``3 modules of 2 layers: 3x3/32 > 5x5/64``: kernel and filters of each layer of the module."""
         layers = genome["layers"]
         convs = " > ".join(f"{layer['kernel']}x{layer['kernel']}/{layer['filters']}" for layer in layers)
-        return f"{self.modules} modules of {len(layers)} layers: {convs}"
+        modules, count = self.modules, len(layers)
+        return f"{modules} module{'s' * (modules != 1)} of {count} layer{'s' * (count != 1)}: {convs}"
 
     def flatten(self, genome: Genome) -> dict[str, int | float | str]:
         """Columns ``n_layers, l1_kernel, l1_filters, ...`` up to ``max_layers``; absent layers are ``""``."""

@@ -91,6 +91,16 @@
     setText("efficiency-value", summary.ideal ? fmt(summary.efficiency, 2) : "—");
   }
 
+  // A chart drawn before its first result hides its axes behind a note (an empty date axis spans the year
+  // 2000; charts.py names the hidden axes in layout.meta.empty): the first point shows them again.
+  function reveal(el) {
+    const empty = el && el.layout && el.layout.meta && el.layout.meta.empty;
+    if (!empty || !el.data.some((t) => t.x && t.x.some((x) => x !== null))) return;
+    const update = {annotations: [], meta: null};
+    for (const axis of empty) update[axis + ".visible"] = true;
+    Plotly.relayout(el, update);
+  }
+
   // --- deltas, batched per chart and trace, drawn at most ten times a second --------------------------------
 
   function queue(chartName, traceName, columns, prototype) {
@@ -121,6 +131,7 @@
         for (const [key, values] of Object.entries(entry.columns)) update[key] = [values];
         Plotly.extendTraces(el, update, [index]);
       }
+      reveal(el);
     }
     drawRunning();
   }
@@ -181,6 +192,7 @@
     // Plotly.update, not restyle: restyling x would turn the date axis into a plain number axis.
     Plotly.update(el, {x: [x], y: [y], text: [text]}, {"xaxis.type": "date", "yaxis.type": "category"}, [index]);
     state.runningDrawn = running.length;
+    reveal(el);
   }
 
   function progress(event) {
@@ -202,6 +214,7 @@
       const names = stats.nodes.map((n) => n.node + "/" + n.device);
       Plotly.restyle(bars, {x: [names, names], y: [stats.nodes.map((n) => n.count),
                      stats.nodes.map((n) => Math.round(n.throughput_per_hour * 10) / 10)]}, [0, 1]);
+      reveal(bars);
     }
   }
 
@@ -299,8 +312,15 @@
     params.set("sort", table.sort);
     params.set("page", table.page);
     const response = await fetch(root.dataset.table + "?" + params.toString());
-    document.getElementById("table-holder").innerHTML = response.ok ? await response.text()
-      : "<p class='bad'>" + (await response.text()) + "</p>";
+    const holder = document.getElementById("table-holder");
+    if (response.ok) {
+      holder.innerHTML = await response.text();
+    } else {  // the message may quote the query: text, never markup
+      const error = document.createElement("p");
+      error.className = "bad";
+      error.textContent = await response.text();
+      holder.replaceChildren(error);
+    }
     table.last = Date.now();
   }
 

@@ -35,6 +35,8 @@ def browser():
 def page(browser):
     context = browser.new_context()
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    # Generous: a click or a navigation on a loaded machine may take many seconds, and a wait ends as soon as
+    # its condition holds.
+    page.set_default_timeout(60_000)
     yield page
     context.close()

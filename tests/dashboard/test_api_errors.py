@@ -115,7 +115,7 @@ def test_wrong_methods_are_json_405s_that_name_the_allowed_ones(owner_client, se
 
 @pytest.mark.parametrize("debug", [False, True])
 def test_a_server_error_is_json_without_the_traceback(users, search, monkeypatch, settings, debug):
-    from webapp.searches import queries
+    from webapp.services import queries
 
     def broken(*args, **kwargs):
         raise RuntimeError("secret detail of a bug")

@@ -107,3 +107,39 @@ def test_a_trace_is_still_checked_by_plotly_apart_from_its_arrays():
                      "x": [1.0, None], "y": [2, 3]}
     with pytest.raises(ValueError, match="markr"):
         charts._trace(go.Scattergl, name="a", markr={"size": 7}, x=[1.0])
+
+
+def test_an_empty_chart_hides_its_axes_behind_a_note():
+    # Before the first result an empty date axis would span the year 2000.
+    figures = charts.search_figures([], {"nodes": []}, [], None, [], [])
+    for name, figure in figures.items():
+        layout = figure["layout"]
+        assert layout["meta"]["empty"], name
+        for axis in layout["meta"]["empty"]:
+            assert layout[axis]["visible"] is False, (name, axis)
+        assert [note["text"] for note in layout["annotations"]] == [charts.NO_RESULTS], name
+    assert figures["speedup"]["layout"]["meta"]["empty"] == ["xaxis", "yaxis", "yaxis2"]
+
+
+def test_a_chart_with_points_shows_its_axes():
+    figures = charts.search_figures(POINTS, {"nodes": [{"node": "a", "device": "cpu", "count": 1,
+                                                        "throughput_per_hour": 1.0}]},
+                                    [{"time": 1.0, "speedup": 0.5, "ideal": 1, "efficiency": 0.5}], 0.0, [], [])
+    for name, figure in figures.items():
+        layout = figure["layout"]
+        assert "meta" not in layout and "annotations" not in layout, name
+        assert layout.get("xaxis", {}).get("visible", True) is True, name
+    # Evaluations under way (no result yet) are points on the timeline too.
+    running = [{**point(5, None, node="beta"), "started": 20.0, "finished": None, "status": "running"}]
+    assert "meta" not in charts.gantt([], running, now=23.0)["layout"]
+
+
+def test_efficiency_has_its_own_labelled_percent_scale_from_zero_to_one():
+    history = [{"time": 1.0, "speedup": 0.78, "ideal": 2, "efficiency": 0.39}]
+    figure = charts.speedup(history)
+    axis = figure["layout"]["yaxis2"]
+    # The right axis always spans 0-100%: 39% sits low, not level with the ideal line at the top.
+    assert axis["autorangeoptions"]["include"] == [0, 1] and axis["tickformat"] == ".0%" and axis["dtick"] == 0.25
+    assert "efficiency" in axis["title"]["text"] and "speedup" in figure["layout"]["yaxis"]["title"]["text"]
+    efficiency = traces(figure)["efficiency"]
+    assert efficiency["y"] == [0.39] and efficiency["yaxis"] == "y2" and efficiency["line"]["dash"] == "dot"

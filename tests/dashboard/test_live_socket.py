@@ -14,6 +14,8 @@ from webapp.settings.env import redis_channel_layer
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 ORIGIN = (b"origin", b"http://localhost")
 HOST = (b"host", b"localhost")
+#: Seconds a handshake or a message may take on a loaded machine (a wait ends as soon as it arrives).
+WAIT = 60
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def communicator(search_id: int, *headers) -> WebsocketCommunicator:
 def connects(search_id: int, *headers) -> bool:
     async def attempt():
         socket = communicator(search_id, *headers)
-        connected, _ = await socket.connect(timeout=5)
+        connected, _ = await socket.connect(timeout=WAIT)
         await socket.disconnect()
         return connected
 
@@ -123,24 +125,24 @@ def test_a_dropped_connection_loses_nothing(client, users, search, redis_layer):
     async def scenario():
         seen: list[int] = []
         socket = communicator(search.pk, *headers)
-        assert (await socket.connect(timeout=5))[0]
+        assert (await socket.connect(timeout=WAIT))[0]
         await socket.send_json_to({"type": "resume", "after": 4})
-        seen += [e["seq"] for e in (await socket.receive_json_from(timeout=5))["events"]]
+        seen += [e["seq"] for e in (await socket.receive_json_from(timeout=WAIT))["events"]]
         assert seen == [5, 6, 7, 8, 9, 10]
         # Live: published by the engine's broadcast after commit, relayed through the Redis layer.
         from asgiref.sync import sync_to_async
 
         await sync_to_async(more)(2)
-        seen += [e["seq"] for e in (await socket.receive_json_from(timeout=5))["events"]]
+        seen += [e["seq"] for e in (await socket.receive_json_from(timeout=WAIT))["events"]]
         assert seen[-2:] == [11, 12]
         await socket.disconnect()
         await sync_to_async(more)(3)  # while nobody listens
         socket = communicator(search.pk, *headers)
-        assert (await socket.connect(timeout=5))[0]
+        assert (await socket.connect(timeout=WAIT))[0]
         await socket.send_json_to({"type": "resume", "after": seen[-1]})
-        seen += [e["seq"] for e in (await socket.receive_json_from(timeout=5))["events"]]
+        seen += [e["seq"] for e in (await socket.receive_json_from(timeout=WAIT))["events"]]
         await socket.send_json_to({"type": "what"})
-        assert (await socket.receive_json_from(timeout=5))["type"] == "error"
+        assert (await socket.receive_json_from(timeout=WAIT))["type"] == "error"
         await socket.disconnect()
         return seen
 

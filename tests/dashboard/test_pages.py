@@ -152,3 +152,141 @@ def test_nodes_page_lists_workers(owner_client, settings):
         html = owner_client.get(reverse("nodes")).content.decode()
     assert "host-1" in html and "host-2" in html
     assert '<td class="ok">live</td>' in html and '<td class="bad">stale</td>' in html
+
+
+def test_every_page_carries_the_content_security_policy(owner_client, search, client):
+    from webapp.dashboard.csp import HEADER
+
+    urls = [reverse("home"), reverse("search-list"), reverse("search-create"), reverse("nodes"),
+            reverse("search-detail", args=[search.pk]), reverse("search-table", args=[search.pk]),
+            reverse("search-table", args=[search.pk]) + "?sort=nope", reverse("individual-detail", args=[search.pk, 4]),
+            reverse("search-detail", args=[search.pk + 100]), reverse("plotly-js"), reverse("api-searches"), "/admin/"]
+    responses = [owner_client.get(url) for url in urls] + [client.get(reverse("login"))]
+    statuses = {response.status_code for response in responses}
+    assert {200, 400, 404, 302} <= statuses  # pages, a bad query, a missing search, the admin's redirect
+    for url, response in zip(urls + [reverse("login")], responses):
+        policy = dict(part.strip().split(" ", 1) for part in response[HEADER].split(";"))
+        # Only the live page's WebGL charts need eval (see webapp.dashboard.csp.allow_eval).
+        webgl = url == reverse("search-detail", args=[search.pk])
+        assert policy["script-src"] == ("'self' 'unsafe-eval'" if webgl else "'self'"), url
+        assert "unsafe-inline" not in response[HEADER]
+        assert policy["style-src"].startswith("'self' 'sha256-"), url
+        assert policy["object-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+        assert policy["base-uri"] == "'self'"
+
+
+def test_no_page_holds_an_inline_script(owner_client, search):
+    import re
+
+    from webapp.searches.models import Individual
+
+    Individual.objects.filter(search=search, number=4).update(curve=[{"epoch": 1, "val_accuracy": 0.5}])
+    urls = [reverse("home"), reverse("search-list"), reverse("search-create"), reverse("nodes"),
+            reverse("search-detail", args=[search.pk]), reverse("individual-detail", args=[search.pk, 4])]
+    for url in urls:
+        html = owner_client.get(url).content.decode()
+        scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S)
+        # Only scripts from a URL, or JSON data (json_script), which a browser never runs.
+        assert all("src=" in attrs or 'type="application/json"' in attrs for attrs, _ in scripts), url
+        assert all(not body.strip() or "json" in attrs for attrs, body in scripts), url
+        assert not re.search(r"\son[a-z]+\s*=", html), url
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'id="curve-figure"' in html and "js/individual.js" in html
+
+
+@pytest.mark.parametrize("name", ["sort", "status", "page", "per_page"])
+def test_a_bad_table_query_is_answered_in_plain_text(owner_client, search, name):
+    payload = "<script>alert(document.cookie)</script>"
+    response = owner_client.get(reverse("search-table", args=[search.pk]), {name: payload})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert f"`{name}` must" in response.content.decode()
+
+
+def test_an_unknown_action_is_answered_in_plain_text(owner_client, search):
+    response = owner_client.post(reverse("search-action", args=[search.pk, "<img src=x onerror=alert(1)>"]))
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/plain")
+
+
+def test_only_staff_see_the_systems_details_on_the_home_page(client, users, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:6399/0"
+    engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    for who in (None, "owner"):
+        if who:
+            client.force_login(users[who])
+        html = client.get(reverse("home")).content.decode()
+        assert "6399" not in html and engine not in html and "Redis" not in html, who
+        assert 'id="system-status"' not in html, who
+    client.force_login(users["staff"])
+    html = client.get(reverse("home")).content.decode()
+    assert 'id="system-status"' in html and "6399" in html and engine in html
+
+
+def test_the_home_page_lists_the_users_latest_searches(client, users, search):
+    from webapp.searches import lifecycle
+
+    for n in range(6):
+        lifecycle.create_search(users["owner"], f"draft {n}", search.config)
+    lifecycle.create_search(users["other"], "not yours", search.config)
+    client.force_login(users["owner"])
+    html = client.get(reverse("home")).content.decode()
+    recent = html[html.index('id="recent-searches"'):]
+    assert "draft 5" in recent and "draft 1" in recent and "draft 0" not in recent  # the latest five
+    assert "not yours" not in html and ">mine<" not in recent  # older than the five drafts
+    assert "status-draft" in recent and "0/12" in recent and "<progress" in recent
+    client.force_login(users["other"])
+    html = client.get(reverse("home")).content.decode()
+    assert "not yours" in html and 'href="%s"' % reverse("search-detail", args=[search.pk]) not in html
+    client.force_login(users["staff"])
+    assert "No search yet" in client.get(reverse("home")).content.decode()
+
+
+def test_the_login_error_is_shown_once(client, users):
+    response = client.post(reverse("login"), {"username": "owner", "password": "wrong"})
+    assert response.content.decode().count("Please enter a correct username and password") == 1
+
+
+def test_descriptions_count_in_the_singular_and_the_plural():
+    from nas.spaces.chain import ChainSpace
+
+    one = {"layers": [{"kernel": 3, "filters": 16}]}
+    two = {"layers": [{"kernel": 3, "filters": 16}, {"kernel": 5, "filters": 32}]}
+    assert ChainSpace(modules=3).describe(one) == "3 modules of 1 layer: 3x3/16"
+    assert ChainSpace(modules=1).describe(two) == "1 module of 2 layers: 3x3/16 > 5x5/32"
+
+
+def test_the_individual_page_shows_metrics_with_sensible_precision(owner_client, search):
+    import re
+
+    from webapp.searches.models import Individual
+
+    Individual.objects.filter(search=search, number=4).update(
+        fitness=0.9861111111111112, duration=4.123456789,
+        metrics={"accuracy": 0.9861111111111112, "params": 1234567, "flops": 98765432.0, "val_loss": 0.0468791234567,
+                 "latency_ms": 0.123456789, "images_per_second": 8123.456789, "precision": "fp32",
+                 "peak_memory_bytes": 1536000, "timings": {"train": 1.23456789, "total": 12.3456789}})
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    metrics = html[html.index('id="metrics"'):html.index("</dl>", html.index('id="metrics"'))]
+    for shown in ("0.9861", "1,234,567", "98,765,432", "0.04688", "0.123 ms", "8,123", "fp32", "1.54 MB",
+                  "1.23 s", "12.3 s", "4.12 s"):
+        assert f"<dd>{shown}</dd>" in metrics or f">{shown}</dd>" in metrics, shown
+    assert not re.search(r"\d\.\d{6,}", metrics), "a number printed with six decimals or more"
+
+
+def test_the_admin_names_weights_in_the_plural_once(client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-root-123"))
+    html = client.get("/admin/").content.decode()
+    assert "Weightss" not in html and ">Weights<" in html
+
+
+def test_the_list_shows_human_dates_with_the_iso_value_in_a_title(owner_client, search):
+    import datetime as dt
+
+    from webapp.searches.models import Search
+
+    Search.objects.filter(pk=search.pk).update(started=dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc))
+    html = owner_client.get(reverse("search-list")).content.decode()
+    assert '<time datetime="2026-03-04T05:06:07+00:00" title="2026-03-04T05:06:07+00:00">4 Mar 2026, 05:06 UTC</time>' \
+        in html
+    cells = html[html.index("<tbody>"):]
+    assert "2026-03-04T05:06:07" not in cells.replace('"2026-03-04T05:06:07+00:00"', "")  # only in attributes

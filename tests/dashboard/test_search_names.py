@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from tests.dashboard.conftest import CONFIG
 from webapp.dashboard.forms import DEFAULTS
-from webapp.searches import lifecycle
+from webapp.services import lifecycle
 from webapp.searches.models import Search
 
 pytestmark = pytest.mark.django_db

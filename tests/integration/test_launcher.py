@@ -1,7 +1,9 @@
 """``manage.py up`` as a user runs it: the address is printed, the page answers, Ctrl-C leaves nothing behind."""
+import http.cookiejar
 import re
 import signal
 import socket
+import urllib.parse
 import urllib.request
 
 import psutil
@@ -58,6 +60,13 @@ def test_serves_the_home_page_with_redis_reachable(stack):
     with urllib.request.urlopen(stack.url, timeout=10) as response:
         page = response.read().decode()
     assert "Distributed evolutionary neural architecture search" in page
+    assert "reachable" not in page  # the system's details are for staff: sign in as the printed admin
+    password = re.search(r"Sign in as 'admin' with password: (\S+)", stack.text).group(1)
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    form = browser.open(stack.url + "accounts/login/", timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+    fields = {"csrfmiddlewaretoken": token, "username": "admin", "password": password, "next": "/"}
+    page = browser.open(stack.url + "accounts/login/", urllib.parse.urlencode(fields).encode(), timeout=10).read().decode()
     assert "reachable" in page and "unreachable" not in page
 
 

@@ -14,6 +14,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 FAILED = "failed"
+EFFICIENCY_COLOUR = "#8c5a00"
+#: The note an empty chart shows instead of its axes.
+NO_RESULTS = "No results yet"
 BEST = "best so far"
 #: The timeline's trace of evaluations under way (each bar ends at "now"; the page stretches them every second).
 RUNNING = "running"
@@ -48,8 +51,20 @@ def _trace(kind: type, **props: Any) -> dict[str, Any]:
 
 
 def _figure(traces: list[dict[str, Any]], title: str, **layout: Any) -> dict[str, Any]:
+    if not any(x is not None for trace in traces for x in trace.get("x") or ()):
+        layout = _empty(layout)
     layout = go.Layout({**LAYOUT, "title": {"text": title, "font": {"size": 15}}, **layout})
     return {"data": traces, "layout": layout.to_plotly_json()}
+
+
+def _empty(layout: dict[str, Any]) -> dict[str, Any]:
+    """A chart before its first point: its axes hidden (an empty date axis spans the year 2000) behind a note.
+    ``meta.empty`` names the hidden axes, which the live page shows again when the first point arrives."""
+    axes = sorted({"xaxis", "yaxis", *(key for key in layout if key.startswith(("xaxis", "yaxis")))})
+    note = {"text": NO_RESULTS, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+            "font": {"size": 14, "color": "#5b6475"}}
+    return {**layout, **{axis: {**layout.get(axis, {}), "visible": False} for axis in axes},
+            "annotations": [note], "meta": {"empty": axes}}
 
 
 def final(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,16 +131,22 @@ def throughput_over_time(points: list[dict[str, Any]], start: float | None) -> d
 
 
 def speedup(history: list[dict[str, float]]) -> dict[str, Any]:
-    """Measured speedup (serial time / wall time) against the ideal (busy slots), and efficiency."""
+    """Measured speedup (serial time / wall time) against the ideal (busy slots) on the left axis, and the
+    efficiency (speedup / ideal) on the right axis in percent. The right axis always spans 0-100%, so an
+    efficiency of 39% sits low on the chart and never looks like the ideal line."""
     xs = [ms(h["time"]) for h in history]
     traces = [
         _trace(go.Scatter, name="speedup", mode="lines", x=xs, y=[h["speedup"] for h in history], line={"width": 3}),
         _trace(go.Scatter, name="ideal", mode="lines", x=xs, y=[h["ideal"] for h in history], line={"dash": "dash"}),
-        _trace(go.Scatter, name="efficiency", mode="lines", x=xs, y=[h["efficiency"] for h in history], yaxis="y2"),
+        _trace(go.Scatter, name="efficiency", mode="lines", x=xs, y=[h["efficiency"] for h in history], yaxis="y2",
+               line={"dash": "dot", "color": EFFICIENCY_COLOUR}, hovertemplate="efficiency %{y:.0%}<extra></extra>"),
     ]
-    return _figure(traces, "Speedup vs ideal", xaxis={"type": "date"}, yaxis={"title": {"text": "speedup"},
-                   "rangemode": "tozero"}, yaxis2={"title": {"text": "efficiency"}, "overlaying": "y",
-                   "side": "right", "rangemode": "tozero", "showgrid": False})
+    return _figure(traces, "Speedup vs ideal", xaxis={"type": "date"},
+                   yaxis={"title": {"text": "speedup (× one slot)"}, "rangemode": "tozero"},
+                   yaxis2={"title": {"text": "efficiency, % of ideal (dotted)", "font": {"color": EFFICIENCY_COLOUR}},
+                           "overlaying": "y", "side": "right", "tickformat": ".0%", "showgrid": False,
+                           "tickmode": "linear", "tick0": 0, "dtick": 0.25,
+                           "tickfont": {"color": EFFICIENCY_COLOUR}, "autorangeoptions": {"include": [0, 1]}})
 
 
 def gantt_segment(point: dict[str, Any]) -> tuple[list, list, list]:

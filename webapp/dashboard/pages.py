@@ -6,11 +6,11 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, charts
+from webapp.dashboard import architecture, charts, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
 from webapp.services import exports, lifecycle, nodes, queries
@@ -19,8 +19,32 @@ from webapp.stack.health import system_status
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
 
 
+def bad_request(message: str) -> HttpResponse:
+    """A 400 whose message may quote what the user sent: plain text, so a browser never reads it as HTML."""
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+
+
+#: How many of a user's searches the home page lists.
+RECENT = 5
+
+
+def list_row(search) -> dict:
+    """A search as the list and the home page show it: the API's row plus dates and a duration for people."""
+    row = queries.search_row(search)
+    return {**row, "started_at": display.moment(search.started), "created_at": display.moment(search.created),
+            "duration_text": display.duration(row["duration"])}
+
+
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/home.html", {"status": system_status()})
+    """What the product does; a signed-in user's latest searches; the system's details for staff only (the
+    Redis URL and the database engine tell a stranger where to aim)."""
+    context = {}
+    if request.user.is_authenticated:
+        mine = queries.visible_searches(request.user).filter(owner=request.user).select_related("owner")
+        context["recent"] = [list_row(s) for s in mine.order_by("-created", "-pk")[:RECENT]]
+    if request.user.is_staff:
+        context["status"] = system_status()
+    return render(request, "dashboard/home.html", context)
 
 
 @login_required
@@ -28,7 +52,7 @@ def search_list(request: HttpRequest) -> HttpResponse:
     visible = queries.visible_searches(request.user).select_related("owner").order_by("-created", "-pk")
     page = Paginator(visible, 50).get_page(request.GET.get("page"))
     return render(request, "dashboard/search_list.html",
-                  {"page": page, "rows": [queries.search_row(s) for s in page.object_list]})
+                  {"page": page, "rows": [list_row(s) for s in page.object_list]})
 
 
 @login_required
@@ -48,6 +72,7 @@ def search_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@csp.allow_eval  # its charts are WebGL
 def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
     return render(request, "dashboard/search_detail.html", {
@@ -64,7 +89,7 @@ def individuals_table(request: HttpRequest, search_id: int) -> HttpResponse:
     try:
         page = queries.individuals_page(search, request.GET)
     except queries.QueryError as error:
-        return HttpResponseBadRequest(str(error))
+        return bad_request(str(error))
     columns = [("number", "#"), ("status", "state"), ("fitness", "fitness"), (None, "architecture"),
                ("node", "node"), ("generation", "gen"), ("operator", "operator"), ("duration", "seconds"),
                ("attempts", "tries")]
@@ -82,7 +107,7 @@ def search_action(request: HttpRequest, search_id: int, action: str) -> HttpResp
             messages.success(request, f"Cloned as draft #{copy.pk}: launch it when ready.")
             return redirect("search-detail", search_id=copy.pk)
         if action not in ACTIONS:
-            return HttpResponseBadRequest(f"Unknown action {action!r}.")
+            return bad_request(f"Unknown action {action!r}.")
         ACTIONS[action](search)
     except lifecycle.ActionError as error:
         messages.error(request, str(error))
@@ -93,11 +118,14 @@ def search_action(request: HttpRequest, search_id: int, action: str) -> HttpResp
 def individual_detail(request: HttpRequest, search_id: int, number: int) -> HttpResponse:
     individual = owned_individual(request, search_id, number)
     search = individual.search
-    metrics = {k: v for k, v in (individual.metrics or {}).items() if k != "timings"}
+    metrics = {k: display.metric(k, v) for k, v in (individual.metrics or {}).items() if k != "timings"}
+    timings = ((individual.metrics or {}).get("timings") or {}).items()
     return render(request, "dashboard/individual.html", {
         "search": search, "individual": individual, "lineage": queries.lineage(individual),
         "genome_json": json.dumps(individual.genome, indent=2), "metrics": sorted(metrics.items()),
-        "timings": sorted(((individual.metrics or {}).get("timings") or {}).items()),
+        "timings": sorted((name, display.seconds(value)) for name, value in timings),
+        "fitness": display.metric("fitness", individual.fitness),
+        "duration": display.seconds(individual.duration),
         "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
         "curve_figure": charts.learning_curve(individual.curve) if individual.curve else None,
         "zip_contents": exports.zip_contents(individual),

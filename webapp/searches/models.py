@@ -108,6 +108,9 @@ class Weights(models.Model):
     onnx = models.BinaryField(null=True, blank=True, help_text="model.onnx with these weights (empty if it failed).")
     created = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name = verbose_name_plural = "weights"
+
     def __str__(self) -> str:
         return f"weights of individual {self.individual_id} ({self.nbytes} bytes)"
 

@@ -44,6 +44,7 @@ MIDDLEWARE = [
     # Outermost: every error under /api/ leaves as JSON, whichever layer below made it.
     "webapp.dashboard.api_errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "webapp.dashboard.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
