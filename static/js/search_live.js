@@ -87,8 +87,9 @@
 
   function showSummary(summary) {
     if (!summary) return;
-    setText("speedup-value", summary.ideal ? fmt(summary.speedup, 2) + " of " + summary.ideal : "—");
-    setText("efficiency-value", summary.ideal ? fmt(summary.efficiency, 2) : "—");
+    const held = summary.held !== undefined ? summary.held : summary.ideal;
+    setText("speedup-value", held ? fmt(summary.speedup, 2) + " of " + fmt(held, 1) : "—");
+    setText("efficiency-value", held ? fmt(summary.efficiency, 2) : "—");
   }
 
   // A chart drawn before its first result hides its axes behind a note (an empty date axis spans the year
@@ -205,7 +206,8 @@
     showSummary(stats);
     if (stats && stats.ideal) {
       queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines"});
-      queue("speedup", "ideal", {x: [event.time * 1000], y: [stats.ideal]}, {type: "scatter", mode: "lines"});
+      const held = stats.held !== undefined ? stats.held : stats.ideal;
+      queue("speedup", "ideal", {x: [event.time * 1000], y: [held]}, {type: "scatter", mode: "lines"});
       queue("speedup", "efficiency", {x: [event.time * 1000], y: [stats.efficiency]},
             {type: "scatter", mode: "lines", yaxis: "y2"});
     }

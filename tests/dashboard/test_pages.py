@@ -223,7 +223,7 @@ def test_only_staff_see_the_systems_details_on_the_home_page(client, users, sett
 
 
 def test_the_home_page_lists_the_users_latest_searches(client, users, search):
-    from webapp.searches import lifecycle
+    from webapp.services import lifecycle
 
     for n in range(6):
         lifecycle.create_search(users["owner"], f"draft {n}", search.config)

@@ -131,18 +131,20 @@ def throughput_over_time(points: list[dict[str, Any]], start: float | None) -> d
 
 
 def speedup(history: list[dict[str, float]]) -> dict[str, Any]:
-    """Measured speedup (serial time / wall time) against the ideal (busy slots) on the left axis, and the
-    efficiency (speedup / ideal) on the right axis in percent. The right axis always spans 0-100%, so an
-    efficiency of 39% sits low on the chart and never looks like the ideal line."""
+    """Measured speedup (serial time / the time the search was running) against the ideal (the slots it could
+    use, on average while it ran: idle ones or those working for it, not those busy with another search) on the
+    left axis, and the efficiency (speedup / ideal) on the right axis in percent. The right axis always spans
+    0-100%, so an efficiency of 39% sits low on the chart and never looks like the ideal line."""
     xs = [ms(h["time"]) for h in history]
     traces = [
         _trace(go.Scatter, name="speedup", mode="lines", x=xs, y=[h["speedup"] for h in history], line={"width": 3}),
-        _trace(go.Scatter, name="ideal", mode="lines", x=xs, y=[h["ideal"] for h in history], line={"dash": "dash"}),
+        _trace(go.Scatter, name="ideal", mode="lines", x=xs, y=[h.get("held", h["ideal"]) for h in history],
+               line={"dash": "dash"}, hovertemplate="slots it could use %{y:.2f}<extra></extra>"),
         _trace(go.Scatter, name="efficiency", mode="lines", x=xs, y=[h["efficiency"] for h in history], yaxis="y2",
                line={"dash": "dot", "color": EFFICIENCY_COLOUR}, hovertemplate="efficiency %{y:.0%}<extra></extra>"),
     ]
-    return _figure(traces, "Speedup vs ideal", xaxis={"type": "date"},
-                   yaxis={"title": {"text": "speedup (× one slot)"}, "rangemode": "tozero"},
+    return _figure(traces, "Speedup while running vs the slots it could use", xaxis={"type": "date"},
+                   yaxis={"title": {"text": "speedup (× one slot); ideal dashed"}, "rangemode": "tozero"},
                    yaxis2={"title": {"text": "efficiency, % of ideal (dotted)", "font": {"color": EFFICIENCY_COLOUR}},
                            "overlaying": "y", "side": "right", "tickformat": ".0%", "showgrid": False,
                            "tickmode": "linear", "tick0": 0, "dtick": 0.25,

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('searches', '0003_weights'),
+        ('searches', '0005_archive_rows_by_list'),
     ]
 
     operations = [
