@@ -25,7 +25,7 @@ def bulk_search(owner, count: int, nodes: int = 8, name: str = "ten thousand") -
         ok = i % 50 != 7
         rows.append(Individual(
             search=search, number=i, genome={"layers": [{"kernel": 3, "filters": 16}]}, key=f"k{i}",
-            description=f"3 modules of 1 layers: 3x3/{16 + i % 5}", status="done" if ok else "failed",
+            description=f"3 modules of 1 layer: 3x3/{16 + i % 5}", status="done" if ok else "failed",
             fitness=0.5 + (i % 997) / 2000 if ok else None, node=node, device="cpu", slot=f"{node}/cpu/0",
             started=dt.datetime.fromtimestamp(finished - 2.0, dt.timezone.utc),
             finished=dt.datetime.fromtimestamp(finished, dt.timezone.utc), duration=2.0, failure="" if ok else "oom"))

@@ -29,7 +29,7 @@ def test_home_page_shows_the_product_and_redis_status_to_staff(page, live_home, 
 
 def test_sign_in_with_the_form(page, live_home, django_user_model, settings):
     from webapp.services import lifecycle
-    from webapp.searches.bulk import bulk_search
+    from benchmarks.bulk import bulk_search
 
     ada = django_user_model.objects.create_user(username="ada", password="a-long-password-1")
     bulk_search(ada, 40, name="digits, regularized")

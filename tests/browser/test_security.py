@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
-from webapp.searches.bulk import bulk_search
+from benchmarks.bulk import bulk_search
 from webapp.searches.models import Individual
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

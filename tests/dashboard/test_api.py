@@ -126,3 +126,21 @@ def test_big_reads_are_gzipped_for_clients_that_ask(owner_client, search, name):
         assert json.loads(body)["plotted"] == plain.json()["plotted"]
     else:
         assert body == plain.content
+
+
+def test_a_draft_is_edited_through_the_api_and_only_a_draft(owner_client, users):
+    from webapp.services import lifecycle
+
+    draft = lifecycle.create_search(users["owner"], "api draft", {"training": {"epochs": 2}})
+    url = reverse("api-search", args=[draft.pk])
+    changed = owner_client.patch(url, {"name": "renamed", "config": {"training": {"epochs": 1}}},
+                                 content_type="application/json")
+    assert changed.status_code == 200 and changed.json()["name"] == "renamed"
+    assert changed.json()["config"]["training"]["epochs"] == 1
+    bad = owner_client.patch(url, {"config": {"training": {"epochs": 0}}}, content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["field"] == "training.epochs"
+    draft.refresh_from_db()
+    assert draft.config["training"]["epochs"] == 1 and draft.name == "renamed"  # the bad edit changed nothing
+    lifecycle.launch(draft)
+    refused = owner_client.patch(url, {"name": "too late"}, content_type="application/json")
+    assert refused.status_code == 409 and "clone it" in refused.json()["error"]

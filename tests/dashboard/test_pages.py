@@ -290,3 +290,41 @@ def test_the_list_shows_human_dates_with_the_iso_value_in_a_title(owner_client, 
         in html
     cells = html[html.index("<tbody>"):]
     assert "2026-03-04T05:06:07" not in cells.replace('"2026-03-04T05:06:07+00:00"', "")  # only in attributes
+
+
+def test_a_draft_opens_in_the_form_prefilled_and_saves_its_changes(owner_client, users):
+    from webapp.services import lifecycle
+
+    config = {"strategy": {"name": "regularized", "params": {"population": 6, "max_evaluations": 12}},
+              "training": {"epochs": 2, "precision": "bf16"}, "space": {"name": "chain", "max_layers": 4}}
+    draft = lifecycle.create_search(users["owner"], "try this", config)
+    response = owner_client.get(reverse("search-detail", args=[draft.pk]))
+    assert response.status_code == 302 and response["Location"] == reverse("search-edit", args=[draft.pk])
+    html = owner_client.get(reverse("search-edit", args=[draft.pk])).content.decode()
+    assert 'value="try this"' in html and 'name="population" value="6"' in html
+    assert 'name="epochs" value="2"' in html and '<option value="bf16" selected>' in html
+    form = SearchForm(initial=SearchForm.initial_from(draft.name, draft.config))
+    data = {name: value for name, value in form.initial.items() if value is not None}
+    saved = owner_client.post(reverse("search-edit", args=[draft.pk]), {**data, "epochs": "1", "draft": "1"})
+    assert saved.status_code == 302
+    draft.refresh_from_db()
+    assert draft.status == "draft" and draft.config["training"]["epochs"] == 1
+    assert draft.config["training"]["precision"] == "bf16" and draft.config["space"]["max_layers"] == 4  # kept
+    bad = owner_client.post(reverse("search-edit", args=[draft.pk]), {**data, "population": "1"})
+    assert bad.status_code == 400 and 'id="error-population"' in bad.content.decode()
+    draft.refresh_from_db()
+    assert draft.config["strategy"]["params"]["population"] == 6  # nothing changed
+    launched = owner_client.post(reverse("search-edit", args=[draft.pk]), {**data, "launch": "1"})
+    draft.refresh_from_db()
+    assert launched["Location"] == reverse("search-detail", args=[draft.pk]) and draft.status == "running"
+    again = owner_client.get(reverse("search-edit", args=[draft.pk]))
+    assert again.status_code == 302 and again["Location"] == reverse("search-detail", args=[draft.pk])
+
+
+def test_a_clone_opens_in_the_form_and_says_whence_it_came(owner_client, search):
+    response = owner_client.post(reverse("search-action", args=[search.pk, "clone"]), follow=True)
+    html = response.content.decode()
+    copy = Search.objects.exclude(pk=search.pk).get()
+    assert response.redirect_chain[-1][0] == reverse("search-edit", args=[copy.pk])
+    assert "Cloned from" in html and f'href="{reverse("search-detail", args=[search.pk])}"' in html
+    assert 'id="launch-button"' in html

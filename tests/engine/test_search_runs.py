@@ -74,3 +74,27 @@ def finished_or_stopped(search_id: int) -> Search:
         return search if search.status in (Search.Status.STOPPED, Search.Status.FINISHED) else None
 
     return wait_until(ended, 30, message="search stopped")
+
+
+def test_a_stop_records_what_finishes_after_it_and_shows_the_queue_as_not_sent(stack):
+    """After Stop, the evaluation under way still finishes and is recorded (the search says stopping until it
+    has), nothing is left shown running, queued work is shown as not sent, and a resume sends it."""
+    from tests.engine.conftest import running_evaluation
+    from webapp.services import queries
+
+    stack.evaluator("alpha")
+    stack.control()
+    search = launched("stop drains", simulated_config(evaluations=6, duration=1.5, population=4))
+    running, _ = running_evaluation(search.pk)
+    lifecycle.stop(Search.objects.get(pk=search.pk))
+    stopped = finished_or_stopped(search.pk)
+    assert stopped.status == Search.Status.STOPPED
+    assert Individual.objects.get(pk=running).status == Individual.Status.DONE  # recorded after the stop
+    assert not Individual.objects.filter(search=search, status=Individual.Status.RUNNING).exists()
+    states = {row["number"]: row["state"] for row in queries.individuals_page(stopped, {}).rows}
+    assert "not sent" in states.values() and set(states.values()) <= {"done", "not sent"}, states
+    lifecycle.resume(stopped)
+    search = finished(search.pk)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    assert_each_recorded_once(search, 6)
+    assert search.evaluations_total == search.evaluations_done == 6

@@ -21,6 +21,7 @@ from webapp.dashboard.access import api_login_required, owned_search
 from webapp.dashboard.api_errors import json_error as _error
 from webapp.dashboard.pages import ACTIONS
 from webapp.searches import broadcast
+from webapp.searches.models import Search
 from webapp.services import lifecycle, queries
 from webapp.searches.config import ConfigError
 
@@ -106,10 +107,36 @@ def _create(request: HttpRequest) -> JsonResponse:
 
 
 @api_login_required
-@require_GET
+@require_http_methods(["GET", "PATCH"])
 @clean_query
 def search(request: HttpRequest, search_id: int) -> JsonResponse:
-    return JsonResponse(queries.search_detail(owned_search(request, search_id)))
+    found = owned_search(request, search_id)
+    if request.method == "PATCH":
+        return _edit(request, found)
+    return JsonResponse(queries.search_detail(found))
+
+
+def _edit(request: HttpRequest, search: Search) -> JsonResponse:
+    """A draft's new name and/or configuration (each checked as at creation; a configuration is given whole)."""
+    try:
+        body = json_body(request)
+    except BodyError as error:
+        return _error(str(error))
+    if not isinstance(body, dict):
+        return _error('The body must be a JSON object {"name": ..., "config": {...}}.')
+    unknown = sorted(set(body) - {"name", "config"})
+    if unknown:
+        return _error(f"Unknown field {unknown[0]!r}; a draft's fields are name and config.", field=unknown[0])
+    try:
+        lifecycle.update_draft(search, body.get("name", search.name), body.get("config", search.config))
+    except ConfigError as error:
+        return _error(str(error), field=error.field)
+    except lifecycle.InvalidName as error:
+        return _error(str(error), field="name")
+    except lifecycle.ActionError as error:
+        return _error(str(error), status=409)
+    search.refresh_from_db()
+    return JsonResponse(queries.search_detail(search))
 
 
 @api_login_required

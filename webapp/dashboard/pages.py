@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from webapp.dashboard import architecture, charts, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
+from webapp.searches.models import Search
 from webapp.services import exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
 
@@ -72,9 +73,39 @@ def search_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
+def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
+    """A draft (a clone too) opens in the form, prefilled with its configuration, until it is launched."""
+    search = owned_search(request, search_id)
+    if search.status != Search.Status.DRAFT:
+        messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
+        return redirect("search-detail", search_id=search.pk)
+    form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
+                      base=search.config)
+    if request.method == "POST" and form.is_valid():
+        try:
+            lifecycle.update_draft(search, form.cleaned_data["name"], form.config)
+            if "launch" in request.POST:
+                lifecycle.launch(search)
+                return redirect("search-detail", search_id=search.pk)
+        except lifecycle.InvalidName as error:
+            form.add_error("name", str(error))
+        except lifecycle.ActionError as error:  # launched meanwhile (another tab)
+            messages.error(request, str(error))
+            return redirect("search-detail", search_id=search.pk)
+        else:
+            messages.success(request, f"Draft #{search.pk} saved.")
+            return redirect("search-edit", search_id=search.pk)
+    return render(request, "dashboard/search_form.html", {"form": form, "search": search},
+                  status=400 if form.errors else 200)
+
+
+@login_required
 @csp.allow_eval  # its charts are WebGL
 def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
+    if search.status == Search.Status.DRAFT:
+        return redirect("search-edit", search_id=search.pk)
     return render(request, "dashboard/search_detail.html", {
         "search": search, "row": queries.search_row(search), "nodes": queries.nodes_of(search),
         "config_json": json.dumps(search.config, indent=2), "multi": bool(queries.objectives_of(search)),

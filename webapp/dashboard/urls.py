@@ -8,6 +8,7 @@ urlpatterns = [
     path("searches/", pages.search_list, name="search-list"),
     path("searches/new/", pages.search_create, name="search-create"),
     path("searches/<int:search_id>/", pages.search_detail, name="search-detail"),
+    path("searches/<int:search_id>/edit/", pages.search_edit, name="search-edit"),
     path("searches/<int:search_id>/table/", pages.individuals_table, name="search-table"),
     path("searches/<int:search_id>/<str:action>/", pages.search_action, name="search-action"),
     path("searches/<int:search_id>/individuals/<int:number>/", pages.individual_detail, name="individual-detail"),

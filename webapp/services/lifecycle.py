@@ -1,5 +1,5 @@
-"""What a user does to a search: create, launch, stop, resume, clone. Views, the API and the ``search``
-command call these; they never touch individuals (only the search's loop writes those)."""
+"""What a user does to a search: create, edit (while it is a draft), launch, stop, resume, clone. Views, the API
+and the ``search`` command call these; they never touch individuals (only the search's loop writes those)."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,22 +17,26 @@ class ActionError(ValueError):
     """An action that does not apply to the search in its present state (e.g. resuming a finished one)."""
 
 
+class InvalidName(ActionError):
+    """A search name that is not 1 to 200 printable characters."""
+
+
 #: The longest name a search may have (the column's length).
 NAME_LENGTH = 200
 
 
 def check_name(name: Any) -> str:
-    """The name without surrounding spaces: 1 to 200 printable characters, else :class:`ActionError`."""
+    """The name without surrounding spaces: 1 to 200 printable characters, else :class:`InvalidName`."""
     if not isinstance(name, str):
-        raise ActionError(f"A search's name must be text (got {type(name).__name__}).")
+        raise InvalidName(f"A search's name must be text (got {type(name).__name__}).")
     name = name.strip()
     if not name:
-        raise ActionError("A search needs a name.")
+        raise InvalidName("A search needs a name.")
     if len(name) > NAME_LENGTH:
-        raise ActionError(f"A search's name has at most {NAME_LENGTH} characters (got {len(name)}).")
+        raise InvalidName(f"A search's name has at most {NAME_LENGTH} characters (got {len(name)}).")
     bad = next((i for i, char in enumerate(name) if not char.isprintable()), None)
     if bad is not None:
-        raise ActionError(f"A search's name must be printable characters only (got {name[bad]!r} at {bad + 1}).")
+        raise InvalidName(f"A search's name must be printable characters only (got {name[bad]!r} at {bad + 1}).")
     return name
 
 
@@ -46,17 +50,33 @@ def create_search(owner, name: str, config: Any) -> Search:
     )
 
 
+def update_draft(search: Search, name: Any, config: Any) -> Search:
+    """Change a draft's name and configuration, both checked as at creation; :class:`ActionError` once it was
+    launched (nothing changes then, nor when either is bad)."""
+    checked = check_config(config)
+    name = check_name(name)
+    changed = Search.objects.filter(pk=search.pk, status=Search.Status.DRAFT).update(
+        name=name, config=checked, evaluations_total=planned_evaluations(checked))
+    if not changed:
+        search.refresh_from_db(fields=["status"])
+        raise ActionError(f"Only a draft can be edited; this one is {search.status}: clone it to change it.")
+    search.name, search.config, search.evaluations_total = name, checked, planned_evaluations(checked)
+    return search
+
+
 def _start_loop(search: Search) -> None:
     transport.set_stopped(search.pk, False)
     transaction.on_commit(lambda: dispatch.start_loop(search.pk))
 
 
 def launch(search: Search) -> Search:
-    if search.status != Search.Status.DRAFT:
-        raise ActionError(f"Only a draft search can be launched; this one is {search.status}.")
     with transaction.atomic():
-        search.status, search.started = Search.Status.RUNNING, timezone.now()
-        search.save(update_fields=["status", "started"])
+        now = timezone.now()  # one launch wins when two arrive at once (two tabs, a double click)
+        if not Search.objects.filter(pk=search.pk, status=Search.Status.DRAFT).update(
+                status=Search.Status.RUNNING, started=now):
+            search.refresh_from_db(fields=["status"])
+            raise ActionError(f"Only a draft search can be launched; this one is {search.status}.")
+        search.status, search.started = Search.Status.RUNNING, now
         broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "launched"})
         _start_loop(search)
     return search

@@ -175,12 +175,26 @@ def individuals_page(search: Search, params) -> IndividualPage:
     if field == "fitness":  # failed ones (no fitness) last either way
         order[0] = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
     chunk = rows.order_by(*order)[(page - 1) * per_page : page * per_page]
-    return IndividualPage([individual_row(i) for i in chunk], total, page, pages, per_page, sort, filters)
+    return IndividualPage([individual_row(i, search.status) for i in chunk], total, page, pages, per_page, sort,
+                          filters)
 
 
-def individual_row(individual: Individual) -> dict[str, Any]:
+#: Searches that send nothing now: their queued individuals wait for a resume.
+PAUSED = (Search.Status.STOPPING, Search.Status.STOPPED, Search.Status.FAILED)
+
+
+def shown_state(individual: Individual, search_status: str) -> str:
+    """The individual's state as a person reads it: ``not sent`` for queued work that no worker will run until
+    the search is resumed (a stopped search's queue, or one a slot skipped), else its status."""
+    if individual.status == Individual.Status.QUEUED and (search_status in PAUSED or individual.dispatched is None):
+        return "not sent"
+    return individual.status
+
+
+def individual_row(individual: Individual, search_status: str = Search.Status.RUNNING) -> dict[str, Any]:
     metrics = individual.metrics or {}
-    return {**individual_event(individual), "accuracy": metrics.get("accuracy"), "flops": metrics.get("flops"),
+    return {**individual_event(individual), "state": shown_state(individual, search_status),
+            "accuracy": metrics.get("accuracy"), "flops": metrics.get("flops"),
             "latency_ms": metrics.get("latency_ms"), "parents": individual.parents, "message": individual.message[:200]}
 
 
