@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 import stat
+import time
 import urllib.request
 
 import psutil
@@ -46,8 +47,6 @@ def pids(launcher: ProcessLog, name: str) -> list[int]:
 
 
 def wait_for_count(launcher: ProcessLog, pattern: str, count: int, timeout: float) -> None:
-    import time
-
     deadline = time.monotonic() + timeout
     while len(re.findall(pattern, launcher.text, re.M)) < count:
         assert launcher.process.poll() is None, f"`up` exited; output:\n{launcher.text}"
@@ -92,8 +91,6 @@ def test_kill_9_of_the_embedded_redis_restarts_it_on_the_same_port_and_workers_r
     stack.wait_for("redis    | exited with exit code -9 (SIGKILL); restarting in 1 s", timeout=60)
     wait_for_count(stack, r"^redis\s*\| started \(pid", 2, timeout=60)
     assert (stack.state / "redis.url").read_text().strip() == url
-    import time
-
     deadline = time.monotonic() + 60
     while ping_error(url) is not None:
         assert time.monotonic() < deadline, f"no Redis on {url} after its restart"
@@ -161,20 +158,29 @@ def test_ctrl_c_stops_and_a_second_run_keeps_the_redis_port_and_the_keys(stack):
         again.stop()
 
 
-def test_a_remembered_redis_port_taken_by_another_program_is_one_clear_line(tmp_path):
+@pytest.mark.parametrize("chosen_by", ["state folder", "NAS_REDIS_PORT", "--redis-port"])
+def test_a_redis_port_taken_by_another_program_is_one_clear_line(tmp_path, chosen_by):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        (tmp_path / "redis.port").write_text(f"{port}\n")
+        (tmp_path / "redis.port").write_text(f"{port if chosen_by == 'state folder' else free_port()}\n")
         env = manage_env("", tmp_path, DJANGO_SETTINGS_MODULE="webapp.settings.local")
         env.pop("REDIS_URL")
         env.pop("NAS_REDIS_PORT", None)
-        run = ProcessLog(manage("up", "--port", str(free_port()), "--devices", "cpu"), env)
+        argv = ["up", "--port", str(free_port()), "--devices", "cpu"]
+        if chosen_by == "NAS_REDIS_PORT":
+            env["NAS_REDIS_PORT"] = str(port)
+        elif chosen_by == "--redis-port":
+            argv += ["--redis-port", str(port)]
+        run = ProcessLog(manage(*argv), env)
         assert run.process.wait(timeout=120) != 0
         run.stop()
-    assert f"the embedded Redis's port {port} (remembered in {tmp_path / 'redis.port'}) is taken by another " \
-           "program" in run.text
+    if chosen_by == "state folder":
+        assert f"the embedded Redis's port {port} (remembered in {tmp_path / 'redis.port'}) is taken by another " \
+               "program" in run.text
+    else:  # the flag and the variable win over the remembered port
+        assert f"--redis-port / NAS_REDIS_PORT {port} is taken by another program" in run.text
     assert "--redis-port PORT or NAS_REDIS_PORT=PORT" in run.text
     assert "Traceback" not in run.text
     assert not (tmp_path / "db.sqlite3").exists()
