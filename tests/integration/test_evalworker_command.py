@@ -1,11 +1,22 @@
 """``manage.py evalworker``: device and Redis options, with errors that say what to do."""
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
+import sys
+import time
 
+import numpy as np
+import psutil
 import pytest
+import redis
+from celery import Celery
 
-from tests.conftest import ProcessLog, manage, manage_env
+from nas.spaces import space_from_config
+from tests.conftest import ROOT, ProcessLog, RedisProcess, manage, manage_env
+from webapp.searches import packets, transport
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices
 from webapp.stack.tasks import ping
@@ -46,3 +57,72 @@ def test_device_all_with_redis_flag_serves_the_pool(celery_app, redis_url, tmp_p
         assert answer["echo"] == {"via": "flag"} and answer["device"] == "cpu"
     finally:
         worker.stop()
+
+
+def test_device_list_supervisor_restarts_a_dead_worker_alone_and_stops_on_sigterm():
+    """``evalworker --device a,b``: one supervised worker per device; kill -9 of one restarts that one only (here
+    the workers are stand-ins: this host has one device, and ``supervise`` runs whatever it is given)."""
+    script = ("import sys; from webapp.stack.evalnode import supervise; "
+              "sys.exit(supervise(['cpu', 'cuda:0'], lambda device: ['sleep', '300']))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    node = ProcessLog([sys.executable, "-c", script], env)
+
+    def pids(name: str) -> list[int]:
+        return [int(p) for p in re.findall(rf"^{name}\s*\| started \(pid (\d+)\)", node.text, re.M)]
+
+    try:
+        node.wait_for("eval-cuda0 | started", timeout=60)
+        cpu, gpu = pids("eval-cpu")[0], pids("eval-cuda0")[0]
+        os.kill(cpu, signal.SIGKILL)
+        node.wait_for("eval-cpu   | exited with exit code -9 (SIGKILL); restarting in 1 s", timeout=60)
+        deadline = time.monotonic() + 60
+        while len(pids("eval-cpu")) < 2:
+            assert time.monotonic() < deadline, node.text
+            time.sleep(0.1)
+        assert pids("eval-cuda0") == [gpu] and psutil.Process(gpu).is_running()
+        family = psutil.Process(node.process.pid).children(recursive=True)
+        node.process.send_signal(signal.SIGTERM)
+        assert node.process.wait(timeout=60) == 0
+        _, alive = psutil.wait_procs(family, timeout=20)
+        assert alive == []
+    finally:
+        node.stop()
+
+
+def test_sigterm_stops_an_evaluating_worker_whose_redis_is_gone(tmp_path):
+    """Today's regression: the worker waited for its evaluation (Celery's warm shutdown), whose Redis calls each
+    retried for a minute; SIGTERM took minutes (250 s measured, with a 30 s evaluation). Now: the soft shutdown
+    (NAS_SOFT_SHUTDOWN_SECONDS, 10 s by default), then the evaluation is cancelled and the worker exits."""
+    server = RedisProcess(tmp_path / "own-redis")
+    worker = ProcessLog(manage("evalworker", "--device", "cpu", "--node", "doomed"), manage_env(server.url, tmp_path))
+    try:
+        worker.wait_for("ready.", timeout=120)
+        space = {"name": "chain", "max_layers": 4}
+        individual = {"search": 1, "individual": 1, "number": 0, "key": "k", "genome":
+                      space_from_config(space).sample(np.random.default_rng(0)), "space": space, "dataset": "digits",
+                      "training": {"epochs": 1}, "evaluation": {"mode": "simulated", "duration": 3600.0}}
+        probe = Celery("probe", broker=server.url, set_as_current=False)
+        probe.conf.update(task_serializer="json", accept_content=["json"])
+        probe.send_task("webapp.searches.tasks.evaluate_batch", args=list(packets.build([individual])), queue="eval")
+        probe.close()
+        reader = redis.Redis.from_url(server.url)
+        deadline = time.monotonic() + 120
+        while not reader.llen(transport.results_key(1)):  # its "started" message: the evaluation runs
+            assert time.monotonic() < deadline, worker.text
+            time.sleep(0.1)
+        reader.close()
+        family = psutil.Process(worker.process.pid).children(recursive=True)
+        assert family, "the worker's pool process"
+        server.stop()
+        worker.process.send_signal(signal.SIGTERM)
+        try:
+            worker.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running 60 s after SIGTERM:\n{worker.text[-3000:]}") from None
+        _, alive = psutil.wait_procs(family, timeout=20)
+        assert alive == [], "the pool process outlived its worker"
+        assert "Soft Shutdown" in worker.text
+    finally:
+        worker.stop()
+        if server.process.poll() is None:
+            server.stop()

@@ -40,14 +40,15 @@ def test_no_secret_is_written_in_the_compose_file_or_the_env_example():
     text = COMPOSE.read_text()
     # Every password comes from .env through ${...}; none is a literal.
     for line in text.splitlines():
-        if re.search(r"PASSWORD|SECRET_KEY", line) and not line.lstrip().startswith("#"):
+        if re.search(r"PASSWORD|SECRET_KEY|TASK_KEY", line) and not line.lstrip().startswith("#"):
             assert "${" in line or "$$" in line, line
     for url in re.findall(r"(?:postgres|redis)://[^\s\"]+", text):
         password = url.split("://", 1)[1].split("@")[0]
         assert password.startswith(("${", ":${")), url
     example = dict(line.split("=", 1) for line in (ROOT / ".env.example").read_text().splitlines()
                    if line and not line.startswith("#"))
-    assert example["SECRET_KEY"] == example["POSTGRES_PASSWORD"] == example["REDIS_PASSWORD"] == ""
+    assert example["SECRET_KEY"] == example["NAS_TASK_KEY"] == example["POSTGRES_PASSWORD"] == ""
+    assert example["REDIS_PASSWORD"] == ""
     ignored = subprocess.run(["git", "check-ignore", "-q", ".env"], cwd=ROOT)
     assert ignored.returncode == 0, ".env must be ignored by git"
 
@@ -85,12 +86,14 @@ def production(*args: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_check_deploy_passes_with_the_production_settings():
     run = production("check", "--deploy", "--fail-level", "WARNING", SECRET_KEY=secrets.token_urlsafe(50),
-                     ALLOWED_HOSTS="nas.example.org")
+                     NAS_TASK_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="nas.example.org")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "no issues" in run.stdout
 
 
-def test_production_refuses_to_start_without_a_secret_key():
-    run = production("check")
-    assert run.returncode != 0
-    assert "The environment variable SECRET_KEY must be set." in run.stderr
+def test_production_refuses_to_start_without_its_keys():
+    for env, missing in (({}, "SECRET_KEY and NAS_TASK_KEY"), ({"SECRET_KEY": secrets.token_urlsafe(50)}, "NAS_TASK_KEY")):
+        run = production("check", **env)
+        assert run.returncode != 0
+        assert run.stderr.startswith(f"Refusing to start: the production settings need {missing} in the environment")
+        assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1

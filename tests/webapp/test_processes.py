@@ -61,3 +61,66 @@ def _first_int(stream) -> int:
         if line.strip().isdigit():
             return int(line)
     raise AssertionError("the supervisor printed no pid")
+
+
+def test_backoff_doubles_while_a_child_keeps_dying_and_resets_after_a_healthy_run():
+    from webapp.stack.backoff import Backoff, RestartPolicy
+
+    backoff = Backoff(RestartPolicy(first=1, cap=8, healthy=60))
+    assert [backoff.next_delay(ran_for=0.5) for _ in range(6)] == [1, 2, 4, 8, 8, 8]
+    assert backoff.next_delay(ran_for=61) == 1  # it ran fine for a while: back to the first delay
+    assert backoff.next_delay(ran_for=2) == 2
+
+
+def _tend_until(supervisor: Supervisor, condition, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition never met"
+        supervisor.tend()
+        time.sleep(0.02)
+
+
+def test_a_dead_child_is_restarted_with_back_off_and_the_others_go_on():
+    from webapp.stack.backoff import RestartPolicy
+
+    out = io.StringIO()
+    supervisor = Supervisor(out=out, colour=False, policy=RestartPolicy(first=0.1, cap=0.4, healthy=600))
+    flaky = supervisor.start("flaky", ["sh", "-c", "exit 3"])
+    steady = supervisor.start("steady", ["sleep", "300"])
+    steady_pid = steady.process.pid
+    try:
+        _tend_until(supervisor, lambda: out.getvalue().count("flaky    | started") >= 5)
+    finally:
+        supervisor.stop_all(grace=5)
+    lines = [line for line in out.getvalue().splitlines() if "restarting in" in line]
+    assert lines[:4] == [
+        "flaky    | exited with exit code 3; restarting in 0.1 s",
+        "flaky    | exited with exit code 3, 2 times in a row; restarting in 0.2 s",
+        "flaky    | exited with exit code 3, 3 times in a row; restarting in 0.4 s",
+        "flaky    | exited with exit code 3, 4 times in a row; restarting in 0.4 s",  # the cap
+    ]
+    assert steady.process.pid == steady_pid and "steady   | exited" not in out.getvalue()
+    assert flaky.process.returncode is not None
+
+
+def test_a_child_killed_by_a_signal_is_named_with_the_signal_and_its_group_is_reaped():
+    import os
+    import signal
+
+    from webapp.stack.backoff import RestartPolicy
+
+    out = io.StringIO()
+    supervisor = Supervisor(out=out, colour=False, policy=RestartPolicy(first=0.1, cap=0.1))
+    # A child with a grandchild (as a Celery worker has its pool): kill -9 of the child alone.
+    child = supervisor.start("parent", ["sh", "-c", "sleep 300 & wait"])
+    try:
+        _tend_until(supervisor, lambda: psutil.Process(child.process.pid).children())
+        grandchild = psutil.Process(child.process.pid).children()[0]
+        first_pid = child.process.pid
+        os.kill(first_pid, signal.SIGKILL)
+        _tend_until(supervisor, lambda: child.process.pid != first_pid)
+        assert "parent   | exited with exit code -9 (SIGKILL); restarting in 0.1 s" in out.getvalue()
+        grandchild.wait(timeout=10)  # the orphaned pool process does not serve on beside the new one
+        assert child.running
+    finally:
+        supervisor.stop_all(grace=5)

@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 KEEP = 7 * 24 * 3600  #: how long per-individual counters and markers live
@@ -50,6 +50,17 @@ def client() -> redis.Redis:
             retry_on_error=[redis.ConnectionError, redis.TimeoutError],
         )
     return _clients[url]
+
+
+def quick_client() -> redis.Redis:
+    """One client per process that gives up at once (short timeouts; one immediate retry, for a socket left stale
+    by a Redis restart): for best-effort writes that their caller repeats anyway or that expire by themselves.
+    A stopping worker whose Redis is gone must not spend a minute of retries on each of them."""
+    key = "quick:" + settings.REDIS_URL
+    if key not in _clients:
+        _clients[key] = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=5,
+                                             retry=Retry(NoBackoff(), 1))
+    return _clients[key]
 
 
 def reset_clients() -> None:
@@ -144,7 +155,8 @@ def beat(search_id: int, individual_id: int, info: dict[str, Any]) -> None:
 
 
 def clear_beat(search_id: int, individual_id: int) -> None:
-    client().delete(heartbeat_key(search_id, individual_id))
+    """Best effort, at once: the heartbeat expires by itself after its TTL."""
+    quick_client().delete(heartbeat_key(search_id, individual_id))
 
 
 def mark_done(search_id: int, individual_id: int) -> None:
@@ -160,13 +172,15 @@ def is_stopped(search_id: int) -> bool:
 
 
 def announce_slot(node: str, device: str, slot: int, info: dict[str, Any]) -> None:
-    client().set(slot_key(node, device, slot), json.dumps({**info, "time": time.time()}), px=int(settings.NAS_HEARTBEAT_TTL * 1000))
+    """Tried once: the slot's heartbeat thread announces again at its next beat."""
+    quick_client().set(slot_key(node, device, slot), json.dumps({**info, "time": time.time()}), px=int(settings.NAS_HEARTBEAT_TTL * 1000))
 
 
 def retire_slot(node: str, device: str, slot: int) -> None:
     """Best effort, at once: a stopping worker must not wait a minute on a Redis that is gone (the supervisor
     stops Redis with everything else); the key expires by itself after the heartbeat TTL anyway."""
-    quick = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+    quick = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1,
+                                 retry=Retry(NoBackoff(), 0))
     try:
         quick.delete(slot_key(node, device, slot))
     finally:

@@ -2,11 +2,12 @@
 
 | variable | default | meaning |
 | --- | --- | --- |
-| ``SECRET_KEY`` | a fixed development key (``production`` requires it) | Django's signing key |
+| ``SECRET_KEY`` | ``local``: random, kept in ``NAS_STATE_DIR/secret_key``; ``production`` requires it | Django's signing key |
+| ``NAS_TASK_KEY`` | ``local``: random, kept in ``NAS_STATE_DIR/task_key``; ``production`` requires it | signs evaluation messages |
 | ``DEBUG`` | off (``local`` turns it on) | Django's debug pages |
 | ``ALLOWED_HOSTS`` | ``127.0.0.1,localhost`` | comma-separated host names the web server answers to |
 | ``DATABASE_URL`` | SQLite in ``NAS_STATE_DIR/db.sqlite3`` | any URL dj-database-url reads (``postgres://...``) |
-| ``REDIS_URL`` | the embedded server's URL (``NAS_STATE_DIR/redis.url``) | Celery broker, result backend, Channels layer |
+| ``REDIS_URL`` | the embedded server's URL (``NAS_STATE_DIR/redis.url``, else its port in ``redis.port``) | Celery broker, result backend, Channels layer |
 | ``NAS_STATE_DIR`` | ``.state`` in the repository | the local database, Redis's AOF files, logs |
 | ``NAS_DATA_DIR`` | ``data`` in the repository | datasets (CIFAR-10, Fashion-MNIST) |
 """
@@ -22,7 +23,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
 DATA_DIR = Path(env_str("NAS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 
-SECRET_KEY = env_str("SECRET_KEY", "insecure-development-key-never-used-in-production")
+# No default written here (anyone could read it): ``local`` makes a key per state folder, ``test`` uses fixed test
+# keys, ``production`` refuses to start without one.
+SECRET_KEY = env_str("SECRET_KEY", "")
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
@@ -122,14 +125,19 @@ NAS_SERVE_STATIC = env_bool("NAS_SERVE_STATIC", True)
 
 
 def _redis_url() -> str:
-    """``REDIS_URL``, else the URL the run command wrote for its embedded Redis, else the usual local port."""
+    """``REDIS_URL``, else the URL the run command wrote for its embedded Redis, else the port that Redis keeps
+    for this state folder (``up`` is not running yet: a worker started first waits for it there), else the
+    usual local port."""
     explicit = env_str("REDIS_URL", "")
     if explicit:
         return explicit
     written = STATE_DIR / "redis.url"
     if written.exists():
         return written.read_text().strip()
-    return "redis://127.0.0.1:6379/0"
+    try:
+        return f"redis://127.0.0.1:{int((STATE_DIR / 'redis.port').read_text())}/0"
+    except (OSError, ValueError):
+        return "redis://127.0.0.1:6379/0"
 
 
 REDIS_URL = _redis_url()
@@ -224,7 +232,7 @@ NAS_QUEUE_GRACE = float(env_str("NAS_QUEUE_GRACE", "120"))
 # A genome whose worker died this many times fails with `worker_lost` (it would kill every worker).
 NAS_MAX_ATTEMPTS = env_int("NAS_MAX_ATTEMPTS", 3)
 # Evaluation messages are signed with this key (HMAC-SHA256); workers run no other. Every host of one
-# installation must share it; by default it is SECRET_KEY.
+# installation must share it. Set by each environment's module (``local``: the state folder's ``task_key``).
 NAS_TASK_KEY = env_str("NAS_TASK_KEY", "")
 # The longest the loop blocks waiting for a result before it checks leases, staleness and stop requests.
 NAS_LOOP_WAIT = float(env_str("NAS_LOOP_WAIT", "1"))

@@ -15,6 +15,20 @@ def env_str(name: str, default: str | None = None) -> str:
     return value
 
 
+def require_secrets(*names: str) -> list[str]:
+    """The values of the variables ``names``; if any is unset, the process stops with one line naming them all
+    (a traceback would bury the one thing to do)."""
+    missing = [name for name in names if not os.environ.get(name, "").strip()]
+    if missing:
+        listed = " and ".join(missing)
+        raise SystemExit(
+            f"Refusing to start: the production settings need {listed} in the environment (long random strings, "
+            "e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(50))'; "
+            "NAS_TASK_KEY must be the same on every host of the installation)."
+        )
+    return [os.environ[name].strip() for name in names]
+
+
 def env_bool(name: str, default: bool) -> bool:
     value = os.environ.get(name)
     if value is None or value == "":

@@ -1,11 +1,12 @@
-"""Settings for a shared deployment (docker-compose, a team's server): the secret key must come from the
-environment, debug is off, cookies are secure and HTTPS is assumed (behind a reverse proxy that sets
+"""Settings for a shared deployment (docker-compose, a team's server): ``SECRET_KEY`` and ``NAS_TASK_KEY`` must
+come from the environment (without them it refuses to start, in one line), debug is off, cookies are secure and HTTPS is assumed (behind a reverse proxy that sets
 ``X-Forwarded-Proto``). ``python manage.py check --deploy`` passes with the defaults (a test asserts it).
 For plain http on a private network set ``SECURE_COOKIES=false`` and ``SECURE_SSL_REDIRECT=false``."""
 from webapp.settings.base import *  # noqa: F403
-from webapp.settings.env import env_bool, env_int, env_list, env_str
+from webapp.settings.env import env_bool, env_int, env_list, require_secrets
 
-SECRET_KEY = env_str("SECRET_KEY")  # no default: refusing to start beats signing with a known key
+# No defaults: refusing to start beats signing sessions or evaluation messages with a known key.
+SECRET_KEY, NAS_TASK_KEY = require_secrets("SECRET_KEY", "NAS_TASK_KEY")
 DEBUG = False
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)

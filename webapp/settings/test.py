@@ -4,6 +4,12 @@ import os
 
 from webapp.settings.base import *  # noqa: F403
 from webapp.settings.base import DATABASES, STATE_DIR
+from webapp.settings.env import env_str
+
+# Fixed keys, public and fit for tests only: the test session and every worker it starts (each with a state
+# folder of its own) must sign and check evaluation messages alike.
+SECRET_KEY = env_str("SECRET_KEY", "test-only-secret-key-of-the-test-suite-never-used-elsewhere")
+NAS_TASK_KEY = env_str("NAS_TASK_KEY", "test-only-task-key-of-the-test-suite")
 
 # Hashing passwords at full strength costs ~0.3 s per login; tests log in many times.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

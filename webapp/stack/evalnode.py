@@ -1,5 +1,5 @@
 """One host's evaluation workers: which devices ``--device`` names, and one supervised worker per device when
-it names several (``--device all`` on a multi-GPU host)."""
+it names several (``--device all`` on a multi-GPU host); a worker that dies is restarted with back-off, alone."""
 from __future__ import annotations
 
 import re
@@ -7,6 +7,7 @@ import signal
 import threading
 from collections.abc import Callable
 
+from webapp.stack.backoff import RestartPolicy
 from webapp.stack.devices import cuda_device_count, device_error
 from webapp.stack.processes import Supervisor
 
@@ -33,19 +34,17 @@ def resolve_devices(spec: str) -> list[str]:
     return devices
 
 
-def supervise(devices: list[str], argv_for: Callable[[str], list[str]]) -> int:
-    """Run one worker process per device until Ctrl-C / SIGTERM or until one exits; then stop them all."""
-    supervisor = Supervisor()
+def supervise(devices: list[str], argv_for: Callable[[str], list[str]], policy: RestartPolicy | None = None) -> int:
+    """Run one worker process per device until Ctrl-C / SIGTERM, restarting each one that dies (the others go on
+    evaluating); then stop them all."""
+    supervisor = Supervisor(policy=policy)
     stopping = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         for device in devices:
             supervisor.start("eval-" + device.replace(":", ""), argv_for(device))
         while not stopping.wait(0.5):
-            dead = supervisor.exited()
-            if dead is not None:
-                supervisor.say(dead.name, f"exited with code {dead.process.returncode}; stopping the others")
-                return 1
+            supervisor.tend()
         return 0
     finally:
         supervisor.stop_all()

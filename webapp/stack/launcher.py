@@ -1,8 +1,10 @@
 """``manage.py up``: the whole system on one machine, started and stopped as one.
 
-Order: a lock on the state folder, Redis (``REDIS_URL`` or an embedded server), migrations, the first user,
-then the ASGI web server, the control worker and one evaluation worker per device, each a supervised child.
-Ctrl-C (or SIGTERM) stops every child and the embedded Redis; nothing is left running.
+Order: a lock on the state folder, Redis (``REDIS_URL`` or an embedded server on the state folder's own port),
+migrations, the first user, then the ASGI web server, the control worker and one evaluation worker per device,
+each a supervised child. A child that dies (the embedded Redis included) is restarted with back-off and the
+rest go on; only Ctrl-C (or SIGTERM) stops every child and the embedded Redis, leaving nothing running.
+Every child gets the state folder's keys (``NAS_TASK_KEY``, ``SECRET_KEY``) in its environment.
 """
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import dataclasses
 import fcntl
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -18,11 +19,19 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management import call_command
 
 from webapp.stack.devices import detect_devices
 from webapp.stack.processes import Supervisor
-from webapp.stack.redis_server import RedisUnavailable, embedded_redis, redact, require_reachable
+from webapp.stack.redis_server import (
+    choose_port as choose_redis_port,
+    embedded_redis,
+    port_is_free,
+    redact,
+    remember_port,
+    require_reachable,
+)
 from webapp.stack.users import ensure_local_user
 
 MANAGE = Path(__file__).resolve().parent.parent.parent / "manage.py"
@@ -38,20 +47,10 @@ class LaunchOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     redis_url: str = ""  #: explicit ``REDIS_URL``; empty: start an embedded Redis
-    redis_port: int | None = None  #: the embedded Redis's port; None: a free one
+    redis_port: int | None = None  #: the embedded Redis's port; None: the state folder's, else a free one
     devices: tuple[str, ...] = ()  #: empty: detect
     slots: int = 1
     username: str = "admin"
-
-
-def port_is_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the web server binds
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def choose_port(host: str, port: int, tries: int = 20) -> int:
@@ -108,6 +107,10 @@ class Launcher:
             NAS_NO_BOOTSTRAP="1",  # the venv is ready: children skip the requirements check
             PYTHONUNBUFFERED="1",
             DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "webapp.settings.local"),
+            # The keys this process read (from the environment, else the state folder's key files): every
+            # child signs and checks evaluation messages, and sessions, with the same ones.
+            NAS_TASK_KEY=settings.NAS_TASK_KEY,
+            SECRET_KEY=settings.SECRET_KEY,
         )
         env.update(extra)
         return env
@@ -120,9 +123,12 @@ class Launcher:
             require_reachable(self.options.redis_url)
             self.say(f"using the Redis at {redact(self.options.redis_url)}")
             return self.options.redis_url
-        server = embedded_redis(self.options.state_dir, self.options.redis_port)
+        port = choose_redis_port(self.options.state_dir, self.options.redis_port)
+        server = embedded_redis(self.options.state_dir, port)
         child = self.supervisor.start("redis", server.argv(), stop_last=True)
         server.wait_ready(child.process)
+        # The next run takes the same port, and so does a restart of this one (same argv).
+        remember_port(self.options.state_dir, server.port)
         # Other terminals' manage.py commands find the embedded server through this file.
         (self.options.state_dir / "redis.url").write_text(server.url)
         self.say(f"started Redis {server.url} (AOF in {server.directory})")
@@ -173,17 +179,14 @@ class Launcher:
         else:
             self.say(f"Sign in with your user (first run: '{self.options.username}'; "
                      "`python3 manage.py changepassword NAME` resets a password)")
-        self.say("Press Ctrl-C to stop everything.")
+        self.say("A process that dies is restarted; press Ctrl-C to stop everything.")
         self.say("")
 
     def _wait(self) -> int:
         previous = {sig: signal.signal(sig, lambda *_: self.stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             while not self.stopping.wait(0.5):
-                dead = self.supervisor.exited()
-                if dead is not None:
-                    self.say(f"{dead.name} exited with code {dead.process.returncode}; stopping everything")
-                    return 1
+                self.supervisor.tend()
             self.say("stopping every process ...")
             return 0
         finally:

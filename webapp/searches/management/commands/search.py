@@ -8,13 +8,19 @@
     python manage.py search export 7 --out results/7 --best 5
 
 A thin layer over ``webapp.services.lifecycle`` and ``webapp.services.exports``: the same services the web pages
-call. Every error is one line on stderr and a non-zero exit code; nothing is changed then.
+call. Every error is one line on stderr and a non-zero exit code; nothing is changed then. Libraries log
+WARNING and above only (``-v`` after the action shows INFO too), and a reader that closes the pipe early
+(``search list | head``) ends the command quietly.
 """
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +63,36 @@ def apply_overrides(config: dict[str, Any], overrides: list[tuple[list[str], Any
     return config
 
 
+@contextmanager
+def library_logging(verbose: bool) -> Iterator[None]:
+    """WARNING and above from every logger (the ONNX exporter alone logs some 30 INFO lines per architecture),
+    INFO too when ``verbose``; the levels are put back afterwards (``call_command`` runs in a caller's process)."""
+    root = logging.getLogger()
+    saved = [(root, root.level)] + [(handler, handler.level) for handler in root.handlers]
+    level = logging.INFO if verbose else logging.WARNING
+    for item, _ in saved:
+        item.setLevel(level)
+    try:
+        yield
+    finally:
+        for item, previous in saved:
+            item.setLevel(previous)
+
+
+def end_quietly_on_closed_pipe() -> None:
+    """The reader of our output went away (``search list | head -1``): stop as a Unix tool does, without a
+    traceback, and without Python's own complaint when it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (captured in a test)
+        pass
+    raise SystemExit(1)
+
+
 class Command(BaseCommand):
-    help = "Create, launch, watch, stop, resume, clone, list and export searches (see the README)."
+    help = ("Create, launch, watch, stop, resume, clone, list and export searches (see the README); "
+            "ACTION -v shows the libraries' INFO messages.")
 
     def add_arguments(self, parser):
         commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -87,6 +121,19 @@ class Command(BaseCommand):
         export.add_argument("id", type=int)
         export.add_argument("--out", required=True, help="the folder to write (created if needed)")
         export.add_argument("--best", type=int, default=5, help="how many of the best architectures (default 5)")
+        for action in commands.choices.values():
+            action.add_argument("-v", "--verbose", action="store_true",
+                                help="also show the libraries' INFO messages (default: warnings and errors only)")
+
+    def execute(self, *args, **options):
+        verbose = options.get("verbose", False) or options.get("verbosity", 1) >= 2
+        try:
+            with library_logging(verbose):
+                output = super().execute(*args, **options)
+                self.stdout.flush()
+            return output
+        except BrokenPipeError:
+            end_quietly_on_closed_pipe()
 
     def handle(self, *args, **options):
         action = options["action"]

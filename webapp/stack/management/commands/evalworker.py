@@ -63,6 +63,12 @@ class Command(BaseCommand):
         node, short = options["node"], device.replace(":", "")
         # Inherited by the pool's processes: each one is a slot announcing itself (webapp.worker.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
+        # SIGTERM must stop the worker within NAS_SOFT_SHUTDOWN_SECONDS (plus a few). Celery's own SIGTERM is a
+        # warm shutdown, which waits for the running evaluations however long they take; with Redis gone that
+        # was minutes, each of their Redis calls retrying (webapp.searches.transport). Remapped, SIGTERM is
+        # the soft shutdown: running tasks get worker_soft_shutdown_timeout, then are cancelled and requeued
+        # (the engine re-sends what is lost anyway). Read by billiard when the worker starts, so set here.
+        os.environ.setdefault("REMAP_SIGTERM", "SIGQUIT")
         app.worker_main([
             "worker",
             "--queues", f"{options['pool']},eval.{node}.{short}",
