@@ -58,3 +58,35 @@ def test_every_bad_value_names_its_field(data, field):
 def test_generations_bound_the_plan_when_there_is_no_budget():
     config = check_config({"strategy": {"name": "generational", "params": {"population": 20, "generations": 20}}})
     assert planned_evaluations(config) == 400
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"space": {"max_layers": 1_000_000}}, "space"),
+    ({"space": {"name": "cell", "channels": 10**9}}, "space"),
+    ({"strategy": {"params": {"population": 10**9}}}, "strategy.params.population"),
+    ({"strategy": {"params": {"max_evaluations": 10**12}}}, "strategy.params.max_evaluations"),
+    ({"strategy": {"seed": 2**70}}, "strategy.seed"),
+    ({"strategy": {"name": "generational", "params": {"generations": 10**7}}}, "strategy.params.generations"),
+    ({"strategy": {"name": "nsga2", "params": {"objectives": [[f"m{i}", "max"] for i in range(50)]}}},
+     "strategy.params.objectives"),
+    ({"training": {"epochs": 10**6}}, "training.epochs"),
+    ({"training": {"batch_size": 10**7}}, "training.batch_size"),
+    ({"training": {"seed": 2**70}}, "training.seed"),
+    ({"training": {"max_seconds": 10**9}}, "training.max_seconds"),
+    ({"evaluation": {"mode": "train", "keep_weights": 10**6}}, "evaluation.keep_weights"),
+    ({"evaluation": {"mode": "simulated", "duration": 10**9}}, "evaluation.duration"),
+    ({"evaluation": {"mode": "simulated", "faults": {"kill": ["k"] * 5000}}}, "evaluation.faults"),
+    ({"pool": "control"}, "pool"),
+    ({"pool": "gpu"}, "pool"),
+])
+def test_every_field_has_an_upper_bound(data, field):
+    """One request must not be able to make a loop or a worker hold more than a search can use (issue: a
+    million-layer space jammed the control plane); each bound is checked here, for the form, API and CLI."""
+    with pytest.raises(ConfigError) as error:
+        check_config(data)
+    assert error.value.field == field, str(error.value)
+
+
+def test_the_evaluation_pools_that_are_allowed():
+    assert check_config({"pool": "eval.a100"})["pool"] == "eval.a100"
+    assert check_config({"pool": "eval.node1.cuda0"})["pool"] == "eval.node1.cuda0"  # one device's own queue

@@ -16,7 +16,7 @@ from celery import Celery
 
 from nas.spaces import space_from_config
 from tests.conftest import ROOT, ProcessLog, RedisProcess, manage, manage_env
-from webapp.searches import packets, transport
+from webapp.messaging import signing as packets, transport
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices
 from webapp.stack.tasks import ping
@@ -46,6 +46,15 @@ def test_an_unreachable_redis_is_one_clear_line(tmp_path):
     assert run.returncode != 0
     assert "--redis redis://:***@127.0.0.1:9/0 is not reachable" in run.stderr
     assert "secret" not in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("pool", ["control", "gpu", "eval queue", ""])
+def test_a_worker_serves_evaluation_pools_only(tmp_path, pool):
+    """A worker pulling from the control queue would run search loops' messages as evaluations: refused."""
+    run = subprocess.run(manage("evalworker", "--pool", pool), env=manage_env("redis://127.0.0.1:9/0", tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "--pool must be eval, or eval.<name>" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def test_device_all_with_redis_flag_serves_the_pool(celery_app, redis_url, tmp_path):
@@ -103,7 +112,7 @@ def test_sigterm_stops_an_evaluating_worker_whose_redis_is_gone(tmp_path):
                       "training": {"epochs": 1}, "evaluation": {"mode": "simulated", "duration": 3600.0}}
         probe = Celery("probe", broker=server.url, set_as_current=False)
         probe.conf.update(task_serializer="json", accept_content=["json"])
-        probe.send_task("webapp.searches.tasks.evaluate_batch", args=list(packets.build([individual])), queue="eval")
+        probe.send_task("webapp.worker.tasks.evaluate_batch", args=list(packets.build([individual])), queue="eval")
         probe.close()
         reader = redis.Redis.from_url(server.url)
         deadline = time.monotonic() + 120

@@ -130,9 +130,9 @@ def test_a_packet_signed_with_the_old_public_key_is_refused_by_the_worker_up_sta
     probe = Celery("probe", broker=url, set_as_current=False)
     probe.conf.update(task_serializer="json", accept_content=["json"])
     try:
-        forged = probe.send_task("webapp.searches.tasks.evaluate_batch", args=[packet, signed(packet, OLD_PUBLIC_KEY)],
+        forged = probe.send_task("webapp.worker.tasks.evaluate_batch", args=[packet, signed(packet, OLD_PUBLIC_KEY)],
                                  queue="eval").id
-        genuine = probe.send_task("webapp.searches.tasks.evaluate_batch", args=[packet, signed(packet, task_key)],
+        genuine = probe.send_task("webapp.worker.tasks.evaluate_batch", args=[packet, signed(packet, task_key)],
                                   queue="eval").id
     finally:
         probe.close()

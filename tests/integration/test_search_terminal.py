@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from tests.conftest import manage, manage_env
 from tests.dashboard.conftest import CONFIG, fill
-from webapp.searches import lifecycle
+from webapp.services import lifecycle
 from webapp.searches.models import Search
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -24,7 +24,7 @@ NOISE = ("Traceback", "BrokenPipeError", "Exception ignored")
 @pytest.fixture
 def owner(settings, redis_url, celery_app):
     """A superuser; recording publishes to an in-memory channel layer here (no viewer is connected)."""
-    from webapp.searches import transport
+    from webapp.messaging import transport
 
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.REDIS_URL = redis_url

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.celery import app
+from webapp.searches.config import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
 from webapp.stack.redis_server import ping_error, redact
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--device", default="cpu",
                             help="cpu, cuda:N, a comma-separated list, or all (every GPU, else the CPU); default cpu")
         parser.add_argument("--slots", type=int, default=1, help="evaluations run at once per device (default 1)")
-        parser.add_argument("--pool", default="eval", help="the shared queue to pull from (default eval)")
+        parser.add_argument("--pool", default="eval", help="the shared queue to pull from: eval (the default) or "
+                                                           "eval.<name>, e.g. eval.a100")
         parser.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
         parser.add_argument("--redis", help="the cluster's Redis URL, redis:// or rediss:// (default: REDIS_URL)")
         parser.add_argument("--loglevel", default="INFO")
@@ -36,6 +38,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["slots"] < 1:
             raise CommandError(f"--slots must be at least 1 (got {options['slots']})")
+        if not POOL.match(options["pool"]):
+            raise CommandError(f"--pool must be {POOL_RULE} (got {options['pool']!r})")
         if options["redis"]:
             self.use_redis(options["redis"])
         try:
@@ -65,7 +69,7 @@ class Command(BaseCommand):
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
         # SIGTERM must stop the worker within NAS_SOFT_SHUTDOWN_SECONDS (plus a few). Celery's own SIGTERM is a
         # warm shutdown, which waits for the running evaluations however long they take; with Redis gone that
-        # was minutes, each of their Redis calls retrying (webapp.searches.transport). Remapped, SIGTERM is
+        # was minutes, each of their Redis calls retrying (webapp.messaging.transport). Remapped, SIGTERM is
         # the soft shutdown: running tasks get worker_soft_shutdown_timeout, then are cancelled and requeued
         # (the engine re-sends what is lost anyway). Read by billiard when the worker starts, so set here.
         os.environ.setdefault("REMAP_SIGTERM", "SIGQUIT")
