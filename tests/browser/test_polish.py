@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
-from webapp.searches import broadcast, recording
+from webapp.searches import broadcast
 from benchmarks.bulk import bulk_search
 from webapp.searches.models import Individual
 
@@ -48,7 +48,7 @@ def test_an_empty_chart_says_so_until_its_first_point(page, web, django_user_mod
                                       node="node0", device="cpu", slot="node0/cpu/0", started=search.created,
                                       finished=search.created, duration=1.0, description="first")
     thread = threading.Thread(target=broadcast.notify,
-                              args=(search.pk, "individual.finished", recording.individual_event(first)))
+                              args=(search.pk, "individual.finished", broadcast.individual_event(first)))
     thread.start()
     thread.join()
     page.wait_for_function("() => window.nasLive.pointCount() === 1", timeout=60_000)

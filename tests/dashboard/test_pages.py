@@ -328,3 +328,22 @@ def test_a_clone_opens_in_the_form_and_says_whence_it_came(owner_client, search)
     assert response.redirect_chain[-1][0] == reverse("search-edit", args=[copy.pk])
     assert "Cloned from" in html and f'href="{reverse("search-detail", args=[search.pk])}"' in html
     assert 'id="launch-button"' in html
+
+
+def test_the_form_carries_what_this_installation_measured(owner_client, users, search):
+    """The estimate's inputs: seconds per epoch by space and dataset from recorded trained evaluations, and
+    the live slots by pool (the page's script does the arithmetic; the browser test reads the sentence)."""
+    import json as json_module
+
+    from webapp.searches.models import Individual
+    from webapp.services import estimates
+
+    search.config["evaluation"] = {"mode": "train", "keep_weights": 0}
+    search.save()
+    Individual.objects.filter(search=search, status="done").update(duration=6.0, metrics={"epochs": 2})
+    per_epoch = estimates.seconds_per_epoch()
+    assert per_epoch == {"chain/digits": {"seconds": 3.0, "count": 9}}
+    html = owner_client.get(reverse("search-create")).content.decode()
+    start = html.index('<script id="measured" type="application/json">') + len('<script id="measured" type="application/json">')
+    assert json_module.loads(html[start:html.index("</script>", start)])["per_epoch"] == per_epoch
+    assert 'id="estimate"' in html

@@ -38,3 +38,19 @@ def test_the_nodes_page_shows_a_new_slot_at_once_and_writes_nothing(engine):
     assert [(r["name"], r["state"]) for r in rows] == [("delta/cpu/0", "live")]
     assert Worker.objects.count() == 0
     assert registry.sync_workers() == 1 and Worker.objects.get().name == "delta/cpu/0"
+
+
+def test_refused_messages_are_listed_for_staff_only(engine, client, django_user_model):
+    from django.urls import reverse
+
+    from webapp.messaging import transport
+
+    transport.dead_letter({"reason": "bad or missing signature <script>", "message": "m1", "body": "b",
+                           "worker": "w1"})
+    staff = django_user_model.objects.create_user("ops", password="pw-ops-12345", is_staff=True)
+    user = django_user_model.objects.create_user("someone", password="pw-someone-12345")
+    client.force_login(staff)
+    html = client.get(reverse("nodes")).content.decode()
+    assert 'id="refused"' in html and "bad or missing signature &lt;script&gt;" in html
+    client.force_login(user)
+    assert 'id="refused"' not in client.get(reverse("nodes")).content.decode()

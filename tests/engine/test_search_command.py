@@ -66,6 +66,29 @@ def test_create_applies_overrides_and_actions_check_the_state(tmp_path, capsys):
     assert "again" in out and "draft" in out
 
 
+@pytest.mark.django_db
+def test_a_draft_is_edited_from_the_terminal_until_it_is_launched(capsys, redis_url, settings):
+    from webapp.messaging import transport
+
+    settings.REDIS_URL = redis_url  # launching flags the search in the session's real Redis
+    transport.reset_clients()
+    get_user_model().objects.create_superuser("boss", password="x")
+    call_command("search", "create", "--name", "draft", "--set", "training.epochs=2")
+    search = Search.objects.get()
+    call_command("search", "edit", str(search.pk), "--set", "training.epochs=1", "--name", "one epoch")
+    search.refresh_from_db()
+    assert search.name == "one epoch" and search.config["training"]["epochs"] == 1
+    with pytest.raises(CommandError, match="training.epochs"):
+        call_command("search", "edit", str(search.pk), "--set", "training.epochs=0")
+    search.refresh_from_db()
+    assert search.config["training"]["epochs"] == 1  # a bad edit changes nothing
+    call_command("search", "launch", str(search.pk))
+    with pytest.raises(CommandError, match="Only a draft can be edited"):
+        call_command("search", "edit", str(search.pk), "--set", "training.epochs=3")
+    assert f"edited draft {search.pk} (one epoch)" in capsys.readouterr().out
+    transport.reset_clients()
+
+
 @pytest.mark.integration
 def test_a_search_created_launched_and_watched_from_the_terminal(stack, tmp_path):
     stack.evaluator("alpha", slots=2)

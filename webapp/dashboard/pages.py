@@ -14,7 +14,7 @@ from webapp.dashboard import architecture, charts, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
 from webapp.searches.models import Search
-from webapp.services import exports, lifecycle, nodes, queries
+from webapp.services import estimates, exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -69,7 +69,8 @@ def search_create(request: HttpRequest) -> HttpResponse:
             if "launch" in request.POST:
                 lifecycle.launch(search)
             return redirect("search-detail", search_id=search.pk)
-    return render(request, "dashboard/search_form.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "dashboard/search_form.html", {"form": form, "measured": estimates.measured()},
+                  status=400 if form.errors else 200)
 
 
 @login_required
@@ -96,7 +97,8 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Draft #{search.pk} saved.")
             return redirect("search-edit", search_id=search.pk)
-    return render(request, "dashboard/search_form.html", {"form": form, "search": search},
+    return render(request, "dashboard/search_form.html",
+                  {"form": form, "search": search, "measured": estimates.measured()},
                   status=400 if form.errors else 200)
 
 
@@ -171,6 +173,8 @@ def node_list(request: HttpRequest) -> HttpResponse:
         pk__in=[w["current"]["search"] for w in workers if w["current"]]).values_list("pk", flat=True))
     for worker in workers:
         worker["current_visible"] = bool(worker["current"]) and worker["current"]["search"] in visible
-    return render(request, "dashboard/nodes.html", {"workers": workers})
+    # Messages the workers refused (malformed, unsigned): for staff, who run the installation.
+    refused = nodes.refused_messages() if request.user.is_staff else []
+    return render(request, "dashboard/nodes.html", {"workers": workers, "refused": refused})
 
 

@@ -37,3 +37,13 @@ def worker_table() -> list[dict[str, Any]]:
                       "evaluated": counts.get(row["name"], {}).get("evaluated", 0),
                       "failed": counts.get(row["name"], {}).get("failed", 0)})
     return table
+
+
+def refused_messages(limit: int = 20) -> list[dict[str, Any]]:
+    """The task messages workers refused lately, newest first, with a readable time (``[]`` if Redis is away)."""
+    try:
+        records = transport.dead_letters(limit)
+    except Exception:  # the page still shows the workers the database knows
+        return []
+    return [{**record, "when": dt.datetime.fromtimestamp(record.get("time", 0), tz=dt.timezone.utc)}
+            for record in records]

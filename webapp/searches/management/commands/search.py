@@ -1,6 +1,7 @@
-"""``python manage.py search create|launch|watch|stop|resume|clone|list|export``: searches from a terminal.
+"""``python manage.py search create|edit|launch|watch|stop|resume|clone|list|export``: searches from a terminal.
 
     python manage.py search create --name digits-chain --config search.json --set strategy.params.max_evaluations=30
+    python manage.py search edit 7 --set training.epochs=1   # a draft (a clone too), until it is launched
     python manage.py search launch 7 --watch
     python manage.py search watch 7          # live progress bar until the search ends (Ctrl-C leaves it running)
     python manage.py search stop 7
@@ -14,6 +15,7 @@ WARNING and above only (``-v`` after the action shows INFO too), and a reader th
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -113,6 +115,12 @@ class Command(BaseCommand):
         watch.add_argument("id", type=int)
         watch.add_argument("--interval", type=float, default=1.0, help="seconds between updates (default 1)")
         watch.add_argument("--timeout", type=float, default=None, help="give up watching after this many seconds")
+        edit = commands.add_parser("edit", help="change a draft's name or configuration before it is launched")
+        edit.add_argument("id", type=int)
+        edit.add_argument("--name")
+        edit.add_argument("--config", help="a whole new JSON configuration ('-' reads stdin); default: the draft's")
+        edit.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                          help="override one field of it, e.g. training.epochs=1 (repeatable)")
         clone = commands.add_parser("clone", help="a new draft with the same configuration")
         clone.add_argument("id", type=int)
         clone.add_argument("--name")
@@ -173,6 +181,13 @@ class Command(BaseCommand):
     def do_stop(self, options) -> None:
         search = lifecycle.stop(self.search(options["id"]))
         self.stdout.write(f"search {search.pk} is {search.status}: running evaluations finish and are kept")
+
+    def do_edit(self, options) -> None:
+        search = self.search(options["id"])
+        config = self.read_config(options["config"]) if options["config"] else copy.deepcopy(search.config)
+        config = apply_overrides(config, parse_overrides(options["set"]))
+        search = lifecycle.update_draft(search, options["name"] or search.name, config)
+        self.stdout.write(f"edited draft {search.pk} ({search.name}): {search.evaluations_total} evaluations planned")
 
     def do_clone(self, options) -> None:
         original = self.search(options["id"])
