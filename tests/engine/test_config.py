@@ -90,3 +90,19 @@ def test_every_field_has_an_upper_bound(data, field):
 def test_the_evaluation_pools_that_are_allowed():
     assert check_config({"pool": "eval.a100"})["pool"] == "eval.a100"
     assert check_config({"pool": "eval.node1.cuda0"})["pool"] == "eval.node1.cuda0"  # one device's own queue
+
+
+def test_the_readme_documents_every_field_with_its_bounds():
+    """The configuration reference in the README names every strategy parameter and budget field (a new one
+    must be documented) and the bounds the checker enforces."""
+    from pathlib import Path
+
+    from evaluators import budget
+    from nas.strategies import STRATEGIES
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### A search's configuration"):readme.index("## Commands")]
+    names = {d["name"] for cls in STRATEGIES.values() for d in cls.describe_params()} | set(budget.rules())
+    assert [name for name in sorted(names) if f"`{name}`" not in section and f".{name}`" not in section] == []
+    for bound in ("1 to 1,000,000", "2 to 10,000", "1 to 64 layers", "0 to 2^32 - 1", "1 to 1,000", "0 to 100"):
+        assert bound in section, bound

@@ -1,7 +1,7 @@
 """The files kept for a search's best individuals: trained weights, standalone source, ONNX.
 
 An evaluation worker leaves a trained individual's files in Redis (``transport.put_kept``, see
-``webapp.worker.keeping``) before it pushes the result. When the loop records results it calls
+``webapp.worker.artifacts``) before it pushes the result. When the loop records results it calls
 :func:`keep_best` inside the same transaction: the files of a newly recorded individual that is among the best
 ``evaluation.keep_weights`` are stored (``Weights``), and those of any individual pushed out of the best are
 deleted, so a search holds at most ``keep_weights`` of them. It then tells the workers the fitness a result must

@@ -3,6 +3,6 @@ each search's loop through Redis. It never touches the database, so it runs on a
 
 - ``tasks``: the Celery edge (``evaluate_batch``, each pool process a slot);
 - ``runner``: one packet, individual by individual (skip, count the attempt, evaluate, push the result);
-- ``keeping``: the weights and exports a trained individual leaves for the loop;
+- ``artifacts``: the weights and exports a trained individual leaves for the loop;
 - ``heartbeat``: an evaluation's heartbeat; ``slots``: who this slot is, and its own heartbeat.
 """

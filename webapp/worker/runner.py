@@ -19,7 +19,7 @@ from django.conf import settings
 
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, signing, transport
-from webapp.worker import keeping, slots
+from webapp.worker import artifacts, slots
 from webapp.worker.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def run_evaluator(individual: dict[str, Any]) -> EvaluationResult:
         return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3))
     from evaluators.evaluate import evaluate
 
-    return keeping.evaluate_and_keep(evaluate, individual, slots.identity().device)
+    return artifacts.evaluate_and_keep(evaluate, individual, slots.identity().device)
 
 
 def _push(message: messages.Message) -> None:
