@@ -23,10 +23,11 @@ NOISE = ("Traceback", "BrokenPipeError", "Exception ignored")
 
 @pytest.fixture
 def owner(settings, redis_url, celery_app):
-    """A superuser; recording publishes to an in-memory channel layer here (no viewer is connected)."""
+    """A superuser; this process publishes to the session's real Redis channel layer (no viewer is connected)."""
     from webapp.messaging import transport
+    from webapp.settings.env import redis_channel_layer
 
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
     settings.REDIS_URL = redis_url
     transport.reset_clients()
     yield get_user_model().objects.create_superuser("boss", password="pw-boss-123")
