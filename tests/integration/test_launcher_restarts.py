@@ -13,6 +13,8 @@ import socket
 import stat
 import subprocess
 import time
+import http.cookiejar
+import urllib.parse
 import urllib.request
 
 import psutil
@@ -55,9 +57,14 @@ def wait_for_count(launcher: ProcessLog, pattern: str, count: int, timeout: floa
         time.sleep(0.1)
 
 
-def home_page(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=20) as response:
-        return response.read().decode()
+def home_page(url: str, password: str = "x") -> str:
+    """The home page as the admin sees it (the system's details are for staff): signed in with the password
+    the test gave ``up`` (``NAS_ADMIN_PASSWORD``)."""
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    form = browser.open(url + "accounts/login/", timeout=20).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+    fields = {"csrfmiddlewaretoken": token, "username": "admin", "password": password, "next": "/"}
+    return browser.open(url + "accounts/login/", urllib.parse.urlencode(fields).encode(), timeout=20).read().decode()
 
 
 def signed(data: dict, key: str) -> str:
@@ -136,10 +143,10 @@ def test_a_packet_signed_with_the_old_public_key_is_refused_by_the_worker_up_sta
                                   queue="eval").id
     finally:
         probe.close()
-    refused = stack.wait_for(f"rejected evaluation message {forged}", timeout=120)
+    refused = stack.wait_for(f"rejected task message {forged}", timeout=120)
     assert "bad or missing signature" in refused
     # The installation's own key passes the signature check (and this empty individual is refused for itself).
-    checked = stack.wait_for(f"rejected evaluation message {genuine}", timeout=120)
+    checked = stack.wait_for(f"rejected task message {genuine}", timeout=120)
     assert "individual 0 lacks" in checked
 
 

@@ -37,10 +37,12 @@ individual = Individual.objects.create(
     status="done", fitness=0.9, metrics={"accuracy": 0.9, "params": 1000, "normalization": {"mean": [8.0], "std": [4.0]}},
     curve=[{"epoch": 1, "val_accuracy": 0.9}], node="n", device="cpu", slot="n/cpu/0")
 Weights.objects.create(individual=individual, data=b"w", nbytes=1, sha256="0" * 64, source="# model", onnx=b"o")
+type(search).objects.filter(pk=search.pk).update(status="finished")  # a draft's page is its form (below)
+draft = lifecycle.create_search(user, "draft", {})
 client = Client()
 client.force_login(user)
 gets = [reverse(name, args=args) for name, args in [
-    ("home", []), ("search-list", []), ("search-create", []), ("search-detail", [search.pk]),
+    ("home", []), ("search-list", []), ("search-create", []), ("search-detail", [search.pk]), ("search-edit", [draft.pk]),
     ("search-table", [search.pk]), ("individual-detail", [search.pk, 0]), ("download-csv", [search.pk]),
     ("download-events", [search.pk]), ("download-best", [search.pk]), ("download-genome", [search.pk, 0]),
     ("download-individual", [search.pk, 0]), ("nodes", []), ("api-searches", []), ("api-search", [search.pk]),

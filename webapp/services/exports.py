@@ -207,6 +207,8 @@ def best_zip(search: Search, k: int, out: BinaryIO) -> list[str]:
             names += _write_architecture(archive, f"rank{rank:02d}_n{individual.number}", search, individual)
         archive.writestr("README.txt", _readme(search, best))
         names.append("README.txt")
+    log.info("search %s: zipped its %d best architectures (%d with their trained weights)", search.pk, len(best),
+             sum(1 for name in names if name.endswith("/weights.pt")))
     return names
 
 
