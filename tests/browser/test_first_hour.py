@@ -55,7 +55,7 @@ def test_the_first_hour(page, web, stack, django_user_model, tmp_path):
     # Clone, and change the copy before launching it: it opens in the form, prefilled.
     page.click("#clone-button")
     page.wait_for_url("**/edit/")
-    assert "Cloned from" in page.content()
+    assert "cloned from" in page.content()
     assert page.locator("input[name=population]").input_value() == "3"
     assert page.locator("input[name=epochs]").input_value() == "1"
     assert "measured here" in page.locator("#estimate").inner_text()  # what the first search measured

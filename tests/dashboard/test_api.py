@@ -144,3 +144,19 @@ def test_a_draft_is_edited_through_the_api_and_only_a_draft(owner_client, users)
     lifecycle.launch(draft)
     refused = owner_client.patch(url, {"name": "too late"}, content_type="application/json")
     assert refused.status_code == 409 and "clone it" in refused.json()["error"]
+
+
+@pytest.mark.parametrize("config, field", [
+    ({"space": {"name": "chain", "max_layers": 1_000_000}}, "space"),
+    ({"strategy": {"params": {"population": 10**9}}}, "strategy.params.population"),
+    ({"strategy": {"params": {"max_evaluations": 10**12}}}, "strategy.params.max_evaluations"),
+    ({"strategy": {"seed": 2**70}}, "strategy.seed"),
+    ({"pool": "control"}, "pool"),
+])
+def test_a_configuration_that_would_jam_the_control_plane_is_refused(owner_client, config, field):
+    """The requests that once jammed the control plane (a million layers, a billion individuals, seeds of
+    2^70, evaluations run inside the control worker) are 400s naming the field, and nothing is saved."""
+    response = owner_client.post(reverse("api-searches"), {"name": "jam", "config": config, "launch": True},
+                                 content_type="application/json")
+    assert response.status_code == 400 and response.json()["field"] == field
+    assert not Search.objects.filter(name="jam").exists()

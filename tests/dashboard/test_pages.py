@@ -326,7 +326,7 @@ def test_a_clone_opens_in_the_form_and_says_whence_it_came(owner_client, search)
     html = response.content.decode()
     copy = Search.objects.exclude(pk=search.pk).get()
     assert response.redirect_chain[-1][0] == reverse("search-edit", args=[copy.pk])
-    assert "Cloned from" in html and f'href="{reverse("search-detail", args=[search.pk])}"' in html
+    assert "cloned from" in html and f'href="{reverse("search-detail", args=[search.pk])}"' in html
     assert 'id="launch-button"' in html
 
 

@@ -98,3 +98,24 @@ def test_a_stop_records_what_finishes_after_it_and_shows_the_queue_as_not_sent(s
     assert search.status == Search.Status.FINISHED, search.status_reason
     assert_each_recorded_once(search, 6)
     assert search.evaluations_total == search.evaluations_done == 6
+
+
+def test_a_generational_search_that_reuses_results_ends_at_100_percent(stack):
+    """Children equal to evaluated genomes reuse their results: the total follows what will really be evaluated
+    (it shrank from generations x population) and a finished search shows done = total, 100%."""
+    from webapp.services import queries
+
+    stack.evaluator("alpha", slots=2)
+    stack.control()
+    config = {"space": {"name": "chain", "max_layers": 1, "modules": 1},  # 18 genomes: copies are certain
+              "strategy": {"name": "generational", "seed": 2,
+                           "params": {"population": 8, "generations": 4, "p_mutation": 0.3}},
+              "evaluation": {"mode": "simulated", "duration": 0.05}}
+    search = launched("generational reuse", config)
+    assert search.evaluations_total == 32
+    search = finished(search.pk)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    row = queries.search_row(search)
+    assert search.evaluations_done < 32  # some children reused results
+    assert row["done"] == row["total"] == search.evaluations_done and row["progress"] == 100.0
+    assert_each_recorded_once(search, search.evaluations_done)

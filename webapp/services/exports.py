@@ -153,7 +153,8 @@ def _scoring_script(search: Search, individual: Individual) -> str:
     if load is None or normalization_of(individual) is None:
         return ""
     accuracy = (individual.metrics or {}).get("accuracy")
-    return SCRIPT.format(load=load, seed=seed, fraction=VALIDATION_FRACTION[dataset], accuracy=accuracy)
+    return SCRIPT.format(load=load.replace("\n", "\n    "), seed=seed, fraction=VALIDATION_FRACTION[dataset],
+                         accuracy=accuracy)
 
 
 #: How a user loads each dataset's raw training images as ``x`` (N, C, H, W floats) and labels ``y``.
