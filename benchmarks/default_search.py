@@ -46,7 +46,8 @@ def per_evaluation(run: Run) -> tuple[float, float, int]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--slots", default="1,2", help="evaluation slots to try, comma separated (default 1,2)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per slot (OMP_NUM_THREADS; default 1)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads per slot (OMP_NUM_THREADS); 0, the default: torch's own, as `up` leaves it")
     args = parser.parse_args(argv)
     report = Report("default_search", "The form's default search on this machine's CPU",
                     command_line(argv, "default_search.py"))
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with Stack() as stack:
         for slots in (int(n) for n in args.slots.split(",")):
-            stack.env["OMP_NUM_THREADS"] = str(args.threads)
+            if args.threads:
+                stack.env["OMP_NUM_THREADS"] = str(args.threads)
             with stack.workers([Node("laptop", slots=slots)]) as pool:
                 config = default_config(pool)
                 run = stack.run_search(f"default search on {slots} slot(s)", config)
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
                          f"{per_epoch:.2f}", f"{run.summary['speedup']:.2f}"])
             print(f"  {slots} slot(s): {run.status}, {run.wall / 60:.1f} min", flush=True)
     report.add(f"The form's defaults: regularized, 24 evaluations of 3 epochs on digits (chain space), the best 5 "
-               f"keep their weights and ONNX; {args.threads} torch thread(s) per slot. Load average (1 min) when "
+               f"keep their weights and ONNX; {args.threads or "torch's default number of"} thread(s) per slot. Load average (1 min) when "
                f"it started: {load[0]:.2f}.")
     report.add(table(["slots", "evaluations", "wall, min", "s per evaluation (median)", "s per epoch",
                       "speedup (serial / running time)"], rows))

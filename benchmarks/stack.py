@@ -200,7 +200,7 @@ class Stack:
     def workers(self, nodes: Sequence[Node], timeout: float = 180) -> Iterator[str]:
         """Start ``nodes`` on a fresh pool queue, wait until every slot announced itself; yields the pool name.
         A fresh pool per measurement: slots of the previous one that are still expiring never count."""
-        pool = f"bench{next(self._pools)}"
+        pool = f"eval.bench{next(self._pools)}"
         supervisor = Supervisor(out=self.transcript, colour=False)
         try:
             for node in nodes:
