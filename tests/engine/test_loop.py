@@ -1,0 +1,40 @@
+"""The control loop without Celery: it is given how to send a packet, so a test can hand each packet straight to
+the worker's code in this process and run a whole search (a real Redis and database, no worker process)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.conftest import assert_each_recorded_once, owner
+from webapp.control import lease
+from webapp.control.loop import SearchLoop
+from webapp.messaging import signing
+from webapp.searches.models import Individual, Search
+from webapp.services import lifecycle
+from webapp.worker import runner
+
+pytestmark = pytest.mark.integration
+
+CONFIG = {"space": {"name": "chain", "max_layers": 3},
+          "strategy": {"name": "regularized", "seed": 4, "params": {"population": 4, "sample_size": 2,
+                                                                    "max_evaluations": 10}},
+          "evaluation": {"mode": "simulated", "duration": 0.0}}
+
+
+def test_a_whole_search_runs_with_a_send_that_evaluates_in_place(engine, monkeypatch):
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)  # this test runs the loop itself
+    search = lifecycle.launch(lifecycle.create_search(owner(), "no celery", CONFIG))
+    sent: list[tuple[str, int]] = []
+
+    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+        signing.parse(packet, signature)  # what the loop sends is a valid signed packet ...
+        sent.append((queue, packet["ind_len"]))
+        runner.evaluate_packet(packet, signature, task_id)  # ... which the worker's code evaluates here
+
+    owner_id = lease.new_owner()
+    assert lease.take(search.pk, owner_id)
+    assert SearchLoop(search.pk, owner_id, send=send).run() == Search.Status.FINISHED
+    search.refresh_from_db()
+    individuals = assert_each_recorded_once(search, 10)
+    assert all(i.status == Individual.Status.DONE for i in individuals)
+    assert {queue for queue, _ in sent} == {"eval"} and sum(size for _, size in sent) == 10
+    assert search.stats["packets"] == len(sent) and search.evaluations_total == search.evaluations_done == 10
