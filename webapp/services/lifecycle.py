@@ -2,12 +2,13 @@
 and the ``search`` command call these; they never touch individuals (only the search's loop writes those)."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.searches import broadcast
+from webapp.searches import accounting, broadcast
 from webapp.messaging import dispatch, transport
 from webapp.searches.config import check_config, planned_evaluations
 from webapp.searches.models import Search
@@ -88,11 +89,16 @@ def stop(search: Search) -> Search:
         raise ActionError(f"Only a running search can be stopped; this one is {search.status}.")
     transport.set_stopped(search.pk, True)
     with transaction.atomic():
-        # A live loop sees "stopping" and ends itself; without one (no control worker yet) stop at once.
-        held = search.lease_owner and search.lease_expires and search.lease_expires > timezone.now()
+        # A live loop sees "stopping", records what is under way and ends itself; without one (no control worker
+        # yet, or its worker died) stop at once, and the search's running time stops with it.
+        row = Search.objects.select_for_update().get(pk=search.pk)
+        held = row.lease_owner and row.lease_expires and row.lease_expires > timezone.now()
         search.status = Search.Status.STOPPING if held else Search.Status.STOPPED
         search.status_reason = "stopped by its owner"
-        Search.objects.filter(pk=search.pk).update(status=search.status, status_reason=search.status_reason)
+        if not held and row.stats:
+            accounting.end_period(row.stats, time.time())
+        Search.objects.filter(pk=search.pk).update(status=search.status, status_reason=search.status_reason,
+                                                   stats=row.stats)
         broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": search.status_reason})
     return search
 
