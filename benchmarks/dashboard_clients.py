@@ -10,29 +10,48 @@ The search really runs (``benchmarks/stack.py``: Redis, a control worker, evalua
 evaluations): it is first filled to ``--individuals`` results by workers that do not sleep, then ``--slots``
 slots evaluate one individual per ``--duration`` seconds each while the clients run, so the loop records
 results, writes events and bumps the search's sequence number all through the measurement (8 slots of 1 s:
-about 8 results and 16 events a second). The default search, 3,000 individuals, is a day of a 16-GPU
-search of ten-minute evaluations: the size at which a page is opened, not an extreme.
+about 8 results and 30 events a second, far more than a real search's, so the database is written all the
+time). The default search, 3,000 individuals, is about a day of a 20-GPU search of ten-minute evaluations: the
+size at which a page is opened, not an extreme (``benchmarks/dashboard.py`` times 10,000).
 
-The web server is the one deployed: ``manage.py web --workers N`` (``--server web``, the default), or one
-plain daphne process as before (``--server daphne``). Run from the repository root::
+The web server is the one deployed: ``manage.py web`` (``--server web``, the default; ``--web-workers N``
+daphne processes), or one plain daphne process (``--server daphne``, what ``manage.py up`` ran and the code
+before these changes can run). ``--profile`` runs one daphne process under ``benchmarks/sampler.py`` and adds
+where its threads were to the report. Run from the repository root::
 
     .venv/bin/python benchmarks/dashboard_clients.py                         # 20 clients, 30 s
     .venv/bin/python benchmarks/dashboard_clients.py --clients 1 --output dashboard-clients-1
 
-What the profile showed (20 clients, 3,000 individuals, 2 cores, one daphne process; ``--profile`` runs the
-server under cProfile and writes the top functions into the report):
+What the profile showed, with one daphne process on 2 cores (sampling; SQL counted with
+``connection.queries``; cProfile of single requests), and what was done about each:
 
-- the snapshot dominated: every request rebuilt every figure from every individual (the queries, plotly's
-  validation of each trace, the 1.2 MB of JSON and its gzip, about 0.15-0.2 s of CPU at 3,000), although it is
-  the same for every viewer until the next event; 20 viewers paid for it 7 times a second;
-- daphne runs every synchronous Django view in one thread of one process (asgiref's thread-sensitive
-  executor), so a slow snapshot held up every cheap page and API call behind it, and the second core idled;
-- the search page and the API page cost a few milliseconds each: sessions are read, not written; the
-  queries use the indexes.
+- The snapshot was most of the work: each request read every individual as a model instance (a JSON parse of
+  its metrics per row), had plotly validate every figure's layout (expanding its template: half the build)
+  and encoded and gzipped ~1.3 MB, ~0.45 s of CPU at 3,000 individuals, although a snapshot is the same for
+  every viewer until the next event. Now it is built once per search and event, at most once per
+  ``NAS_SNAPSHOT_MAX_AGE`` seconds, in a background thread, and kept in Redis with its gzip for every web
+  process (``webapp.dashboard.snapshots``); a build reads plain rows and only the metric it shows, and plotly
+  validates each distinct layout and trace style once: ~0.1 s.
+- Django's ASGI handler ran each request in a new thread (a new executor, joined by yet another thread) with a
+  new SQLite connection (its pragmas: ~1 ms), and kept the middleware chain in async mode, so each of its
+  seven middleware hopped between the event loop and a thread twice: the login page cost 10 ms of CPU behind
+  daphne against 3 ms in-process. Now the chain and the view run in one call on a pooled thread whose
+  connection lives on (``webapp.http_handler``, ``CONN_MAX_AGE``).
+- Plotly's lazy imports took the import lock from several request threads at once (12 % of the samples);
+  gone with the validation done once.
+- The cheap requests had expensive corners: the table's page deep-copied its rows (``dataclasses.asdict``) and
+  decoded every row's genome, curve and metrics; the page's node filter scanned every individual, through the
+  model's default ordering (a join on the search); every view decoded the search's ``stats`` and
+  ``strategy_state`` JSON. Now plain rows, only the metrics shown, the nodes from the accounting, and the hot
+  views load only the fields they use.
+- Not the cause: the SQLite writer (reads take no lock in WAL mode: every read query timed for 20 s while
+  the loop recorded 8 results a second, none over 30 ms); sessions (read, never written, on these requests);
+  N+1 queries (4 to 8 queries a request, whatever the search's size, before and after).
+- One daphne process runs Python on one core (the GIL) while the machine has two: ``manage.py web`` runs
+  several on one socket.
 
-The fixes: the snapshot is built at most once per search and event (cached in Redis with its gzip, shared by
-every web process, ``webapp.dashboard.snapshots``), and the web server runs several daphne processes on one
-socket (``manage.py web``).
+The rest is the machine: the loop and the workers take about half a core at this rate of results, and the
+web server's requests then share the other core and a half (``CPU while measuring`` in the report).
 """
 from __future__ import annotations
 

@@ -19,13 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
+from django.db import connections
 
 
 class ExecutorPool:
-    """Single-thread executors lent to one request at a time and kept afterwards (the most ever lent at once
-    is the most threads there will be: one per request served concurrently)."""
+    """Single-thread executors lent to one request at a time and kept afterwards, up to ``keep`` of them idle:
+    a burst of requests leaves no more threads (and database connections) behind than that."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int = 32) -> None:
+        self.keep = keep
         self._idle: list[ThreadPoolExecutor] = []
         self._lock = threading.Lock()
         self._made = 0
@@ -39,7 +41,11 @@ class ExecutorPool:
 
     def give_back(self, executor: ThreadPoolExecutor) -> None:
         with self._lock:
-            self._idle.append(executor)
+            if len(self._idle) < self.keep:
+                self._idle.append(executor)
+                return
+        executor.submit(connections.close_all)  # its thread's own connections, then the thread ends
+        executor.shutdown(wait=False)
 
 
 class SyncChainHandler(ASGIHandler):

@@ -86,3 +86,17 @@ def test_a_page_of_the_project_through_the_asgi_application():
 
     response = async_to_sync(login_page)()
     assert response["status"] == 200 and b'name="password"' in response["body"]
+
+
+def test_past_the_threads_it_keeps_a_burst_leaves_none_behind():
+    from webapp.http_handler import ExecutorPool
+
+    pool = ExecutorPool(keep=2)
+    lent = [pool.take() for _ in range(5)]
+    threads_of = [executor.submit(threading.current_thread).result(timeout=60) for executor in lent]
+    for executor in lent:
+        pool.give_back(executor)
+    for thread in threads_of[2:]:
+        thread.join(timeout=60)  # the three beyond the two kept end
+    assert [thread.is_alive() for thread in threads_of] == [True, True, False, False, False]
+    assert pool.take() is lent[1] and pool.take() is lent[0] and pool.take() not in lent
