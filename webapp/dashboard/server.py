@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from webapp.settings.env import env_int
+
 #: A process that ran at least this long before it died was healthy: its next restart waits the least again.
 HEALTHY_SECONDS = 10.0
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 60.0
@@ -30,8 +32,7 @@ PR_SET_PDEATHSIG = 1
 
 def default_workers() -> int:
     """``NAS_WEB_WORKERS``, else one per core up to four (each process holds ~150 MB)."""
-    value = os.environ.get("NAS_WEB_WORKERS", "")
-    return int(value) if value else max(1, min(os.cpu_count() or 1, 4))
+    return env_int("NAS_WEB_WORKERS", max(1, min(os.cpu_count() or 1, 4)))
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:

@@ -64,7 +64,7 @@ def search_detail(search: Search) -> dict[str, Any]:
 
 #: The columns ``individual_event`` reads. It reads them as attributes, so plain rows of these give the same
 #: dicts without building a model instance per row, and of the metrics (timings, curves' summaries ...) only
-#: the one it shows is read out of the JSON: together two thirds of a big snapshot's time.
+#: the one it shows is read out of the JSON: together half of a big snapshot's build.
 EVENT_COLUMNS = ("id", "number", "status", "fitness", "key", "description", "generation", "operator", "node",
                  "device", "slot", "failure", "attempts", "dispatched", "started", "finished", "duration")
 

@@ -1,6 +1,7 @@
 """``python3 manage.py web``: the web server, several daphne processes on one port (``webapp.dashboard.server``)."""
 import os
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.dashboard.server import WebServer, default_workers, listen
@@ -23,9 +24,14 @@ class Command(BaseCommand):
         parser.add_argument("--no-access-log", action="store_true", help="do not log every request")
 
     def handle(self, *args, **options):
-        workers = options["workers"] if options["workers"] is not None else default_workers()
+        try:
+            workers = options["workers"] if options["workers"] is not None else default_workers()
+        except ImproperlyConfigured as error:
+            raise CommandError(str(error)) from None
         if workers < 1:
             raise CommandError(f"--workers must be at least 1 (got {workers}).")
+        if ":" in options["host"]:
+            raise CommandError(f"--host must be an IPv4 address (daphne adopts IPv4 sockets only): got {options['host']}.")
         try:
             sock = listen(options["host"], options["port"])
         except OSError as error:
