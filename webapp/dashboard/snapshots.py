@@ -97,7 +97,8 @@ def _client() -> redis.Redis:
     """Short timeouts: a cache that does not answer must not hold a page up (the request builds its own)."""
     url = settings.REDIS_URL
     if url not in _clients:
-        options = {"ssl_ca_certs": settings.NAS_REDIS_CA} if url.startswith("rediss://") and settings.NAS_REDIS_CA else {}
+        tls = url.startswith("rediss://") and settings.NAS_REDIS_CA
+        options = {"ssl_ca_certs": settings.NAS_REDIS_CA} if tls else {}
         _clients[url] = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, **options)
     return _clients[url]
 

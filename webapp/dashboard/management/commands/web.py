@@ -31,7 +31,8 @@ class Command(BaseCommand):
         if workers < 1:
             raise CommandError(f"--workers must be at least 1 (got {workers}).")
         if ":" in options["host"]:
-            raise CommandError(f"--host must be an IPv4 address (daphne adopts IPv4 sockets only): got {options['host']}.")
+            raise CommandError(f"--host must be an IPv4 address (daphne adopts IPv4 sockets only): "
+                               f"got {options['host']}.")
         try:
             sock = listen(options["host"], options["port"])
         except OSError as error:
