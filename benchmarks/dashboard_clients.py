@@ -74,6 +74,10 @@ from benchmarks.stack import Node, Stack, main_guard, simulated_config  # noqa: 
 from webapp.stack.processes import Supervisor  # noqa: E402
 
 
+#: Seconds between two viewers' first requests.
+ARRIVAL = 0.1
+
+
 @dataclass
 class Samples:
     """Latencies (seconds), bytes and failures of one URL, across every client."""
@@ -163,6 +167,23 @@ class Usage:
     web: float = 0.0
     clients: float = 0.0
     machine: float = 0.0
+    spread: list[int] = field(default_factory=list)  #: the clients' connections held by each web process
+
+
+def connections_per_process(pid: int, port: int) -> list[int]:
+    """How many client connections each process of the web server holds (one process: one number)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    counts = []
+    for process in [root, *root.children()]:
+        try:
+            held = [c for c in process.net_connections("tcp") if c.status == "ESTABLISHED" and c.laddr.port == port]
+        except psutil.Error:
+            continue
+        if held or process.pid == pid and not root.children():
+            counts.append(len(held))
+    return sorted(counts, reverse=True)
 
 
 def machine_busy() -> float:
@@ -183,9 +204,13 @@ def measure(url: str, cookies: list[str], urls: list[tuple[str, str]], seconds: 
                                 args=(host, int(port), cookie, urls, i, stop, measuring, samples, lock))
                for i, cookie in enumerate(cookies)]
     for thread in threads:
+        # Viewers arrive one after another, as pages are opened, not in the same millisecond (a web process
+        # that is busy when a connection arrives leaves it to an idle one: that is how they share the load).
         thread.start()
+        time.sleep(ARRIVAL)
     time.sleep(warmup)
     usage = Usage(-cpu_seconds(web_pid), -sum(os.times()[:2]), -machine_busy())
+    usage.spread = connections_per_process(web_pid, int(port))
     measuring.set()
     started = time.perf_counter()
     time.sleep(seconds)
@@ -266,7 +291,8 @@ def main() -> None:
     report.add(f"CPU while measuring, in cores busy on average (of {os.cpu_count()}): the web server "
                f"{usage.web / elapsed:.2f} ({1000 * usage.web / max(served, 1):.1f} ms per request), the clients "
                f"{usage.clients / elapsed:.2f}, everything else (the loop, the workers, Redis, other users of the "
-               f"machine) {(usage.machine - usage.web - usage.clients) / elapsed:.2f}.")
+               f"machine) {(usage.machine - usage.web - usage.clients) / elapsed:.2f}. Connections held by each "
+               f"web process: {', '.join(map(str, usage.spread)) or 'unknown'}.")
     if args.profile:
         report.add("Where the web process spent its time (`benchmarks/sampler.py`: every 5 ms, each thread's "
                    "stack; the share of its samples each function was on):\n\n```\n"
