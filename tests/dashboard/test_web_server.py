@@ -1,6 +1,7 @@
-"""``manage.py web``: several daphne processes on one port, on the test database and the session's Redis. Pages
-and websockets are served (every viewer gets every event, whichever process holds its socket), a daphne process
-killed with SIGKILL is started again, and SIGTERM stops them all.
+"""``manage.py web``: several daphne processes behind one port, on the test database and the session's Redis.
+Connections are spread evenly over them; pages and websockets are served (every viewer gets every event,
+whichever process holds its socket); a daphne process killed with SIGKILL is started again, and SIGTERM stops
+them all.
 
 Nothing here depends on speed: every wait is for a condition, with a generous timeout."""
 from __future__ import annotations
@@ -26,7 +27,8 @@ WORKERS = 2
 def daphnes(server: ProcessLog) -> list[psutil.Process]:
     """The server's live daphne processes."""
     return [child for child in psutil.Process(server.process.pid).children()
-            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE and "daphne" in child.cmdline()]
+            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+            and "webapp.dashboard.web_worker" in child.cmdline()]
 
 
 def answers(url: str, cookie: str = "") -> int:
@@ -69,6 +71,26 @@ def test_pages_and_websockets_through_several_processes(web, users, search, sett
         viewers("close", ids=opened["opened"], timeout=PATIENCE)
     finally:
         viewers.stop()
+
+
+def test_keep_alive_connections_are_spread_evenly(web):
+    """Each new connection goes to the next process: 20 browsers' connections, 10 in each of two."""
+    import http.client
+
+    base, server = web
+    host, port = base.split("//")[1].split(":")
+    clients = [http.client.HTTPConnection(host, int(port), timeout=60) for _ in range(10 * WORKERS)]
+    try:
+        for connection in clients:  # one after the other, each kept open
+            connection.request("GET", "/accounts/login/")
+            response = connection.getresponse()
+            assert response.status == 200 and response.read()
+        held = sorted(len([c for c in process.net_connections("tcp") if c.status == "ESTABLISHED"
+                           and c.laddr.port == int(port)]) for process in daphnes(server))
+        assert held == [10] * WORKERS
+    finally:
+        for connection in clients:
+            connection.close()
 
 
 def test_a_killed_process_is_started_again_and_sigterm_stops_them_all(web):
