@@ -31,15 +31,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.report import Report, command_line, table  # noqa: E402
 from benchmarks.stack import Stack, main_guard  # noqa: E402
 from webapp.stack.launcher import choose_port  # noqa: E402
+from webapp.stack.processes import Supervisor  # noqa: E402
 
 PASSWORD = "bench-password-1"
 
 
-def start_web(stack: Stack) -> tuple[str, int]:
-    """daphne on a free port; its base URL and pid once it answers."""
+def start_web(stack: Stack, server: str = "daphne", workers: int | None = None, profile: Path | None = None,
+              supervisor: Supervisor | None = None) -> tuple[str, int]:
+    """The web server on a free port; its base URL and pid once it answers. ``server``: one plain ``daphne``
+    process, or ``web`` (``manage.py web``, ``workers`` daphne processes on one socket); ``profile``: one daphne
+    process under ``benchmarks/sampler.py``, which writes its profile there when it stops."""
     port = choose_port("127.0.0.1", 8900)
-    child = stack.base.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                     "webapp.asgi:application"], env=stack.env)
+    daphne = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"]
+    if profile is not None:
+        argv = [sys.executable, str(Path(__file__).with_name("sampler.py")), str(profile), *daphne]
+    elif server == "web":
+        argv = [sys.executable, str(Path(__file__).resolve().parent.parent / "manage.py"), "web",
+                "--host", "127.0.0.1", "--port", str(port), *(["--workers", str(workers)] if workers else [])]
+    else:
+        argv = [sys.executable, *daphne]
+    child = (supervisor or stack.base).start("web", argv, env=stack.env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -197,10 +197,11 @@ class Stack:
     # --- evaluation workers ------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def workers(self, nodes: Sequence[Node], timeout: float = 180) -> Iterator[str]:
+    def workers(self, nodes: Sequence[Node], timeout: float = 180, pool: str | None = None) -> Iterator[str]:
         """Start ``nodes`` on a fresh pool queue, wait until every slot announced itself; yields the pool name.
-        A fresh pool per measurement: slots of the previous one that are still expiring never count."""
-        pool = f"eval.bench{next(self._pools)}"
+        A fresh pool per measurement: slots of the previous one that are still expiring never count. ``pool``
+        names an existing one instead (other workers take over a running search's queue)."""
+        pool = pool or f"eval.bench{next(self._pools)}"
         supervisor = Supervisor(out=self.transcript, colour=False)
         try:
             for node in nodes:
@@ -208,17 +209,21 @@ class Stack:
                 argv = self._manage("evalworker", "--device", "cpu", "--slots", str(node.slots), "--pool", pool,
                                     "--node", node.name, "--loglevel", "WARNING")
                 supervisor.start(node.name, argv, env=env)
-            self.wait_slots(pool, sum(node.slots for node in nodes), timeout)
+            self.wait_slots(pool, sum(node.slots for node in nodes), timeout, {node.name for node in nodes})
             yield pool
         finally:
             supervisor.stop_all(grace=10)
 
-    def wait_slots(self, pool: str, count: int, timeout: float) -> None:
+    def wait_slots(self, pool: str, count: int, timeout: float, nodes: set[str] | None = None) -> None:
+        """Until ``count`` slots of ``pool`` (of ``nodes`` only, when given) announce themselves."""
         from webapp.messaging import transport
+
+        def live() -> int:
+            return sum(1 for slot in transport.live_slots(pool) if nodes is None or slot.get("node") in nodes)
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if len(transport.live_slots(pool)) >= count:
+            if live() >= count:
                 return
             time.sleep(0.2)
         tail = "\n".join(self.transcript.lines[-40:])

@@ -1,11 +1,16 @@
 """The ASGI entry point: HTTP through Django, websockets through Channels."""
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.local")
-# Set Django up before anything imports models (Channels' tutorial, part 2).
-django_asgi_app = get_asgi_application()
+# Set Django up before anything imports models (Channels' tutorial, part 2), as get_asgi_application() does.
+django.setup(set_prefix=False)
+
+from webapp.http_handler import SyncChainHandler  # noqa: E402
+
+# Django's handler, with the middleware chain and the view in one call on a pooled thread (webapp.http_handler).
+django_asgi_app = SyncChainHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

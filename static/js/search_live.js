@@ -32,7 +32,10 @@
   async function loadSnapshot() {
     const response = await fetch(root.dataset.snapshot, {headers: {Accept: "application/json"}});
     if (!response.ok) throw new Error("snapshot: HTTP " + response.status);
+    const arrived = Date.now();
     const snap = await response.json();
+    // The server's clock when it answered: a snapshot served from the cache was built (its "now") earlier.
+    const serverTime = Number(response.headers.get("X-Server-Time")) || snap.now;
     for (const [name, figure] of Object.entries(snap.figures)) {
       const el = chart(name);
       if (el) await Plotly.react(el, figure.data, figure.layout, CONFIG);
@@ -44,7 +47,7 @@
     state.nodeCounts = snap.node_counts;
     state.running = {};
     for (const p of snap.running || []) state.running[p.number] = p;
-    state.skew = snap.now ? snap.now * 1000 - Date.now() : 0;
+    state.skew = serverTime ? serverTime * 1000 - arrived : 0;
     for (const label of Object.keys(snap.node_counts || {})) addNodeOption(label);
     showSearch(snap.search);
     showSummary(snap.summary);

@@ -27,6 +27,7 @@ def test_compose_has_every_service_with_health_checks_and_the_gpu_reservation():
     assert "--appendonly yes" in " ".join(services["redis"]["command"])
     assert "--requirepass" in " ".join(services["redis"]["command"])
     assert services["postgres"]["volumes"] and "migrate" in " ".join(services["web"]["command"])
+    assert "manage.py web --host 0.0.0.0" in " ".join(services["web"]["command"])  # several processes, one port
     assert services["control"]["depends_on"]["web"]["condition"] == "service_healthy"
     devices = services["eval"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]

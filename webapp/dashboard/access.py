@@ -11,8 +11,13 @@ from webapp.searches.models import Individual, Search
 from webapp.services.queries import visible_searches
 
 
-def owned_search(request, search_id: int) -> Search:
-    return get_object_or_404(visible_searches(request.user).select_related("owner"), pk=search_id)
+def owned_search(request, search_id: int, only: tuple[str, ...] | None = None) -> Search:
+    """The search, if the request's user may see it (else 404). ``only``: the fields to load (a view called many
+    times a second needs few; the row's JSON costs milliseconds to decode); any other is read when used."""
+    searches = visible_searches(request.user).select_related("owner")
+    # Never the strategy's state unless used (by resume): no page shows it.
+    searches = searches.only("owner", *only) if only is not None else searches.defer("strategy_state")
+    return get_object_or_404(searches, pk=search_id)
 
 
 def owned_individual(request, search_id: int, number: int) -> Individual:

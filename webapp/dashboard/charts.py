@@ -8,6 +8,8 @@ its ``name`` (one per node for the per-node charts), so the names here are the c
 """
 from __future__ import annotations
 
+import functools
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -41,20 +43,30 @@ def hover(point: dict[str, Any]) -> str:
 ARRAYS = ("x", "y", "text", "customdata")
 
 
+@functools.lru_cache(maxsize=512)
+def _validated(kind: type, props_json: str) -> dict[str, Any]:
+    """``kind(**props).to_plotly_json()`` for the JSON of ``props``, once per distinct value: validating a layout
+    expands its template (most of a snapshot's plotly time), and a search's figures repeat the same few
+    layouts and trace styles. The result is shared: read it, never change it."""
+    return kind(**json.loads(props_json)).to_plotly_json()
+
+
+def _checked(kind: type, props: dict[str, Any]) -> dict[str, Any]:
+    return _validated(kind, json.dumps(props, sort_keys=True))
+
+
 def _trace(kind: type, **props: Any) -> dict[str, Any]:
     """``kind(**props)`` as plotly's JSON dict: every property name and scalar validated by plotly, the arrays
     (plain lists of numbers, strings or ``None``) attached as they are."""
     arrays = {name: props.pop(name) for name in ARRAYS if name in props}
-    trace = kind(**props).to_plotly_json()
-    trace.update(arrays)
-    return trace
+    return {**_checked(kind, props), **arrays}
 
 
 def _figure(traces: list[dict[str, Any]], title: str, **layout: Any) -> dict[str, Any]:
     if not any(x is not None for trace in traces for x in trace.get("x") or ()):
         layout = _empty(layout)
-    layout = go.Layout({**LAYOUT, "title": {"text": title, "font": {"size": 15}}, **layout})
-    return {"data": traces, "layout": layout.to_plotly_json()}
+    return {"data": traces, "layout": _checked(go.Layout, {**LAYOUT, "title": {"text": title, "font": {"size": 15}},
+                                                            **layout})}
 
 
 def _empty(layout: dict[str, Any]) -> dict[str, Any]:

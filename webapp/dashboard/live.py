@@ -15,7 +15,7 @@ def snapshot(search: Search) -> dict[str, Any]:
     # Read the sequence number first: whatever happens after it arrives as an event, and applying an event
     # for an individual already in the snapshot changes nothing (the page keys points by number).
     seq = Search.objects.filter(pk=search.pk).values_list("event_seq", flat=True).get()
-    search.refresh_from_db()
+    search = Search.objects.select_related("owner").defer("strategy_state").get(pk=search.pk)
     points = queries.final_points(search)
     summary = accounting.summary(search.stats)
     start = (search.stats or {}).get("first_dispatch")

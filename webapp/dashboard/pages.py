@@ -118,7 +118,7 @@ def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
 @login_required
 def individuals_table(request: HttpRequest, search_id: int) -> HttpResponse:
     """The table of individuals as an HTML fragment (the detail page loads and refreshes it)."""
-    search = owned_search(request, search_id)
+    search = owned_search(request, search_id, only=("status",))  # its id, and its state for the rows
     try:
         page = queries.individuals_page(search, request.GET)
     except queries.QueryError as error:

@@ -84,6 +84,8 @@ def _database(url: str | None) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": STATE_DIR / "db.sqlite3",
+        # Kept between requests: a web thread's connection costs a millisecond of CPU to open (its pragmas).
+        "CONN_MAX_AGE": 60,
         "OPTIONS": {
             # The web server and the control loops write at once: wait for the lock instead of failing,
             # take it at BEGIN (no deadlock upgrading a read to a write), and let readers run beside a
@@ -146,6 +148,10 @@ REDIS_URL = _redis_url()
 # them waits (up to the timeout) for a free one instead of failing its handshake. Redis allows 10,000 clients.
 NAS_CHANNEL_POOL_SIZE = env_int("NAS_CHANNEL_POOL_SIZE", 200)
 NAS_CHANNEL_POOL_TIMEOUT = env_int("NAS_CHANNEL_POOL_TIMEOUT", 10)
+# The live page's snapshot is built once per search and event and kept in Redis for every web process; one
+# built less than this many seconds ago is served though events came since (the page catches up from its
+# sequence number), so a busy search is drawn at most once per this time (webapp.dashboard.snapshots).
+NAS_SNAPSHOT_MAX_AGE = float(env_str("NAS_SNAPSHOT_MAX_AGE", "2"))
 CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL, NAS_CHANNEL_POOL_SIZE, NAS_CHANNEL_POOL_TIMEOUT)}
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

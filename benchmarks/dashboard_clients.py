@@ -1,0 +1,303 @@
+"""Many viewers of one running search: N keep-alive HTTP clients against the real web server.
+
+Each client is a thread with its own keep-alive connection (``http.client``) and its own session (one user,
+signed in N times, as N browser tabs would be), and cycles without pause over what a live page and a script
+ask for: the search page (``/searches/<id>/``), its snapshot (``/api/searches/<id>/snapshot/``, gzip
+accepted as a browser does) and its first page of individuals (``/api/searches/<id>/individuals/``). Printed:
+requests/s and p50 / p95 / max per URL, and how many results the loop recorded meanwhile.
+
+The search really runs (``benchmarks/stack.py``: Redis, a control worker, evaluation workers with simulated
+evaluations): it is first filled to ``--individuals`` results by workers that do not sleep, then ``--slots``
+slots evaluate one individual per ``--duration`` seconds each while the clients run, so the loop records
+results, writes events and bumps the search's sequence number all through the measurement (8 slots of 1 s:
+about 8 results and 30 events a second, far more than a real search's, so the database is written all the
+time). The default search, 3,000 individuals, is about a day of a 20-GPU search of ten-minute evaluations: the
+size at which a page is opened, not an extreme (``benchmarks/dashboard.py`` times 10,000).
+
+The web server is the one deployed: ``manage.py web`` (``--server web``, the default; ``--web-workers N``
+daphne processes), or one plain daphne process (``--server daphne``, what ``manage.py up`` ran and the code
+before these changes can run). ``--profile`` runs one daphne process under ``benchmarks/sampler.py`` and adds
+where its threads were to the report. Run from the repository root::
+
+    .venv/bin/python benchmarks/dashboard_clients.py                         # 20 clients, 30 s
+    .venv/bin/python benchmarks/dashboard_clients.py --clients 1 --output dashboard-clients-1
+
+What the profile showed, with one daphne process on 2 cores (sampling; SQL counted with
+``connection.queries``; cProfile of single requests), and what was done about each:
+
+- The snapshot was most of the work: each request read every individual as a model instance (a JSON parse of
+  its metrics per row), had plotly validate every figure's layout (expanding its template: half the build)
+  and encoded and gzipped ~1.3 MB, ~0.45 s of CPU at 3,000 individuals, although a snapshot is the same for
+  every viewer until the next event. Now it is built once per search and event, at most once per
+  ``NAS_SNAPSHOT_MAX_AGE`` seconds, in a background thread, and kept in Redis with its gzip for every web
+  process (``webapp.dashboard.snapshots``); a build reads plain rows and only the metric it shows, and plotly
+  validates each distinct layout and trace style once: ~0.1 s.
+- Django's ASGI handler ran each request in a new thread (a new executor, joined by yet another thread) with a
+  new SQLite connection (its pragmas: ~1 ms), and kept the middleware chain in async mode, so each of its
+  seven middleware hopped between the event loop and a thread twice: the login page cost 10 ms of CPU behind
+  daphne against 3 ms in-process. Now the chain and the view run in one call on a pooled thread whose
+  connection lives on (``webapp.http_handler``, ``CONN_MAX_AGE``).
+- Plotly's lazy imports took the import lock from several request threads at once (12 % of the samples);
+  gone with the validation done once.
+- The cheap requests had expensive corners: the table's page deep-copied its rows (``dataclasses.asdict``) and
+  decoded every row's genome, curve and metrics; the page's node filter scanned every individual, through the
+  model's default ordering (a join on the search); every view decoded the search's ``stats`` and
+  ``strategy_state`` JSON. Now plain rows, only the metrics shown, the nodes from the accounting, and the hot
+  views load only the fields they use.
+- Not the cause: the SQLite writer (reads take no lock in WAL mode: every read query timed for 20 s while
+  the loop recorded 8 results a second, none over 30 ms); sessions (read, never written, on these requests);
+  N+1 queries (4 to 8 queries a request, whatever the search's size, before and after).
+- One daphne process runs Python on one core (the GIL) while the machine has two: ``manage.py web`` runs
+  several on one socket.
+
+The rest is the machine: the loop and the workers take about half a core at this rate of results, and the
+web server's requests then share the other core and a half (``CPU while measuring`` in the report).
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.dashboard import percentile, session_cookie, start_web  # noqa: E402
+from benchmarks.report import Report, command_line, table  # noqa: E402
+from benchmarks.sampler import summary  # noqa: E402
+from benchmarks.stack import Node, Stack, main_guard, simulated_config  # noqa: E402
+from webapp.stack.processes import Supervisor  # noqa: E402
+
+
+#: Seconds between two viewers' first requests.
+ARRIVAL = 0.1
+
+
+@dataclass
+class Samples:
+    """Latencies (seconds), bytes and failures of one URL, across every client."""
+
+    latencies: list[float] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+def client(host: str, port: int, cookie: str, urls: list[tuple[str, str]], start: int, stop: threading.Event,
+           measuring: threading.Event, samples: dict[str, Samples], lock: threading.Lock) -> None:
+    """One viewer: GET each of ``urls`` in turn (from ``start``) until ``stop``; keeps what it measured while
+    ``measuring`` is set. A dropped connection is counted as a failure and reopened."""
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    headers = {"Cookie": cookie, "Accept-Encoding": "gzip", "Connection": "keep-alive"}
+    turn = start
+    while not stop.is_set():
+        label, path = urls[turn % len(urls)]
+        turn += 1
+        started = time.perf_counter()
+        try:
+            connection.request("GET", path, headers=headers)
+            response = connection.getresponse()
+            body = response.read()
+            outcome = None if response.status == 200 else f"HTTP {response.status}"
+        except (OSError, http.client.HTTPException) as error:
+            connection.close()
+            connection = http.client.HTTPConnection(host, port, timeout=120)
+            body, outcome = b"", type(error).__name__
+        elapsed = time.perf_counter() - started
+        if measuring.is_set():
+            with lock:
+                entry = samples[label]
+                if outcome is None:
+                    entry.latencies.append(elapsed)
+                    entry.nbytes.append(len(body))
+                else:
+                    entry.failures[outcome] = entry.failures.get(outcome, 0) + 1
+    connection.close()
+
+
+def fill(stack: Stack, args: argparse.Namespace) -> tuple[int, str, float]:
+    """A running search of ``args.individuals`` results; its id, its pool and the seconds it took."""
+    from django.contrib.auth import get_user_model
+
+    from webapp.searches.models import Search
+    from webapp.services import lifecycle
+
+    owner = get_user_model().objects.create_user("viewer", password="bench-password-1")
+    fast = [Node(f"fill{i}", slots=4, slowdown=0.0) for i in range(2)]
+    started = time.perf_counter()
+    with stack.workers(fast) as pool:
+        params = {"population": 50, "sample_size": 5, "max_evaluations": 1_000_000}
+        config = simulated_config(pool, "regularized", params, duration=args.duration, space="pelee")
+        search = lifecycle.create_search(owner, "watched by many", config)
+        lifecycle.launch(search)
+        while Search.objects.filter(pk=search.pk).values_list("evaluations_done", flat=True).get() < args.individuals:
+            time.sleep(0.5)
+    return search.pk, pool, time.perf_counter() - started
+
+
+def progress(search_id: int) -> tuple[int, int]:
+    from webapp.searches.models import Search
+
+    return Search.objects.filter(pk=search_id).values_list("evaluations_done", "event_seq").get()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and every process under it."""
+    import psutil
+
+    total = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+@dataclass
+class Usage:
+    """CPU seconds used during the measured seconds: by the web server, by the clients, by the machine."""
+
+    web: float = 0.0
+    clients: float = 0.0
+    machine: float = 0.0
+    spread: list[int] = field(default_factory=list)  #: the clients' connections held by each web process
+
+
+def connections_per_process(pid: int, port: int) -> list[int]:
+    """How many client connections each process of the web server holds (one process: one number)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    counts = []
+    for process in [root, *root.children()]:
+        try:
+            held = [c for c in process.net_connections("tcp") if c.status == "ESTABLISHED" and c.laddr.port == port]
+        except psutil.Error:
+            continue
+        if held or process.pid == pid and not root.children():
+            counts.append(len(held))
+    return sorted(counts, reverse=True)
+
+
+def machine_busy() -> float:
+    import psutil
+
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
+def measure(url: str, cookies: list[str], urls: list[tuple[str, str]], seconds: float, warmup: float,
+            web_pid: int) -> tuple[dict[str, Samples], float, Usage]:
+    """Run one client per cookie for ``warmup`` + ``seconds``; the samples of the last ``seconds`` and the CPU
+    used meanwhile."""
+    host, port = url.split("//")[1].split(":")
+    samples = {label: Samples() for label, _ in urls}
+    stop, measuring, lock = threading.Event(), threading.Event(), threading.Lock()
+    threads = [threading.Thread(target=client, daemon=True,
+                                args=(host, int(port), cookie, urls, i, stop, measuring, samples, lock))
+               for i, cookie in enumerate(cookies)]
+    for thread in threads:
+        # Viewers arrive one after another, as pages are opened, not in the same millisecond (a web process
+        # that is busy when a connection arrives leaves it to an idle one: that is how they share the load).
+        thread.start()
+        time.sleep(ARRIVAL)
+    time.sleep(warmup)
+    usage = Usage(-cpu_seconds(web_pid), -sum(os.times()[:2]), -machine_busy())
+    usage.spread = connections_per_process(web_pid, int(port))
+    measuring.set()
+    started = time.perf_counter()
+    time.sleep(seconds)
+    measuring.clear()
+    elapsed = time.perf_counter() - started
+    usage.web += cpu_seconds(web_pid)
+    usage.clients += sum(os.times()[:2])
+    usage.machine += machine_busy()
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=150)
+    return samples, elapsed, usage
+
+
+def rows_of(samples: dict[str, Samples], elapsed: float) -> list[list[str]]:
+    rows = []
+    everything = [t for entry in samples.values() for t in entry.latencies]
+    for label, entry in [*samples.items(), ("all", None)]:
+        times = everything if entry is None else entry.latencies
+        failures = sum(sum(e.failures.values()) for e in samples.values()) if entry is None else sum(
+            entry.failures.values())
+        size = "" if entry is None else f"{statistics.fmean(entry.nbytes) / 1024:.0f}" if entry.nbytes else "—"
+        rows.append([label, str(len(times)), f"{len(times) / elapsed:.1f}",
+                     f"{percentile(times, 0.50) * 1000:.0f}", f"{percentile(times, 0.95) * 1000:.0f}",
+                     f"{max(times, default=float('nan')) * 1000:.0f}", str(failures), size])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=20, help="keep-alive HTTP clients (default 20)")
+    parser.add_argument("--individuals", type=int, default=3000, help="results in the search before the clients "
+                        "start (default 3000)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="measured seconds (default 30)")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of load before measuring (default 5)")
+    parser.add_argument("--slots", type=int, default=8, help="evaluation slots while measuring (default 8)")
+    parser.add_argument("--duration", type=float, default=1.0, help="seconds per evaluation while measuring")
+    parser.add_argument("--server", choices=("web", "daphne"), default="web",
+                        help="`manage.py web` (default) or one plain daphne process")
+    parser.add_argument("--web-workers", type=int, default=None, help="daphne processes of `manage.py web` "
+                        "(default: its own, NAS_WEB_WORKERS)")
+    parser.add_argument("--profile", action="store_true", help="run one daphne process under benchmarks/sampler.py")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's folder (logs, the profile's stacks)")
+    parser.add_argument("--output", default="dashboard-clients")
+    args = parser.parse_args()
+    report = Report(args.output, "Many viewers of a running search", command_line(None, "dashboard_clients.py"))
+    with Stack(keep=args.keep) as stack:
+        search_id, pool, filled = fill(stack, args)
+        with stack.workers([Node("w0", slots=args.slots)], pool=pool):
+            profile = stack.folder / "web-profile.json" if args.profile else None
+            web = Supervisor(out=stack.transcript, colour=False)
+            url, web_pid = start_web(stack, server="daphne" if profile else args.server, workers=args.web_workers,
+                               profile=profile, supervisor=web)
+            from django.contrib.auth import get_user_model
+
+            owner = get_user_model().objects.get(username="viewer")
+            cookies = [session_cookie(owner) for _ in range(args.clients)]
+            urls = [("search page", f"/searches/{search_id}/"),
+                    ("API: snapshot", f"/api/searches/{search_id}/snapshot/"),
+                    ("API: individuals", f"/api/searches/{search_id}/individuals/")]
+            done_before, seq_before = progress(search_id)
+            samples, elapsed, usage = measure(url, cookies, urls, args.seconds, args.warmup, web_pid)
+            done_after, seq_after = progress(search_id)
+            # The web server's profile is written when it stops (SIGTERM): stop it before reading.
+            web.stop_all(grace=20)
+            profiled = summary(profile) if profile is not None and profile.exists() else None
+    server = "one daphne process" if args.server == "daphne" or profile else (
+        f"`manage.py web` ({args.web_workers or 'default'} workers)")
+    report.add(f"A running search of {done_before:,} individuals (filled in {filled:.0f} s), {args.slots} "
+               f"slots of {args.duration:g} s evaluations: {done_after - done_before} results and "
+               f"{seq_after - seq_before} events recorded during the {elapsed:.0f} measured seconds. "
+               f"{args.clients} keep-alive clients, each its own session, cycling over the three URLs without "
+               f"pause after {args.warmup:g} s of warm-up; served by {server}. Times in ms, client side, "
+               "from the request sent to the last byte read.\n")
+    report.add(table(["URL", "requests", "per s", "p50", "p95", "max", "failed", "KiB (mean, as sent)"],
+                     rows_of(samples, elapsed)))
+    served = sum(len(entry.latencies) for entry in samples.values())
+    report.add(f"CPU while measuring, in cores busy on average (of {os.cpu_count()}): the web server "
+               f"{usage.web / elapsed:.2f} ({1000 * usage.web / max(served, 1):.1f} ms per request), the clients "
+               f"{usage.clients / elapsed:.2f}, everything else (the loop, the workers, Redis, other users of the "
+               f"machine) {(usage.machine - usage.web - usage.clients) / elapsed:.2f}. Connections held by each "
+               f"web process: {', '.join(map(str, usage.spread)) or 'unknown'}.")
+    if args.profile:
+        report.add("Where the web process spent its time (`benchmarks/sampler.py`: every 5 ms, each thread's "
+                   "stack; the share of its samples each function was on):\n\n```\n"
+                   + (profiled or "(no profile was written)") + "\n```")
+
+
+if __name__ == "__main__":
+    main_guard(main)
