@@ -158,11 +158,11 @@ class Launcher:
 
     def _start_children(self, redis_url: str, port: int, devices: list[str]) -> None:
         env = self._child_env(redis_url)
-        self.supervisor.start(
-            "web",
-            [sys.executable, "-m", "daphne", "-b", self.options.host, "-p", str(port), "webapp.asgi:application"],
-            env,
-        )
+        if ":" in self.options.host:  # IPv6: one plain daphne process (manage.py web hands over IPv4 only)
+            web = [sys.executable, "-m", "daphne", "-b", self.options.host, "-p", str(port), "webapp.asgi:application"]
+        else:  # several daphne processes on the port, one per core up to 4 (NAS_WEB_WORKERS)
+            web = self._manage("web", "--host", self.options.host, "--port", str(port))
+        self.supervisor.start("web", web, env)
         self.supervisor.start("control", self._manage("controlworker"), env)
         for device in devices:
             name = "eval-" + device.replace(":", "")
