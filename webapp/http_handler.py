@@ -9,17 +9,39 @@ Profiled under 20 clients, those hops, thread starts and connections cost more C
 :class:`SyncChainHandler` runs the whole middleware chain and the view in one call on one thread, as a WSGI
 server does (what Django's documentation recommends for a synchronous project under ASGI), and takes that
 thread from a pool of threads kept between requests, so a thread's database connection lives on
-(``CONN_MAX_AGE``). Reading the body, streaming the response and noticing a client that went away stay
-Django's own code.
+(:data:`KEEP_CONNECTION_SECONDS`; opening one costs a millisecond of CPU, its pragmas). Only those threads keep
+theirs. With ``CONN_MAX_AGE`` set for the whole process, the websockets' database thread kept its connection
+too, and the websocket test of a Redis restart (``tests/dashboard/test_live_burst.py``) hung at its reconnect,
+3 runs of 3; it passes with them closed after each use, as Django does by default. Reading the body, streaming
+the response and noticing a client that went away stay Django's own code.
 """
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 from django.db import connections
+from django.db.backends.signals import connection_created
+
+#: How long a request thread's database connection is kept between requests.
+KEEP_CONNECTION_SECONDS = 60
+_thread = threading.local()
+
+
+def _mark_request_thread() -> None:
+    _thread.pooled = True
+
+
+def _keep_connection(sender, connection, **kwargs) -> None:
+    """A connection opened on a pooled request thread is kept (Django closes the others after each request)."""
+    if getattr(_thread, "pooled", False) and connection.close_at is not None:
+        connection.close_at = time.monotonic() + KEEP_CONNECTION_SECONDS
+
+
+connection_created.connect(_keep_connection, dispatch_uid="webapp.http_handler.keep_connection")
 
 
 class ExecutorPool:
@@ -37,7 +59,8 @@ class ExecutorPool:
             if self._idle:
                 return self._idle.pop()
             self._made += 1
-            return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-{self._made}")
+            return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-{self._made}",
+                                      initializer=_mark_request_thread)
 
     def give_back(self, executor: ThreadPoolExecutor) -> None:
         with self._lock:

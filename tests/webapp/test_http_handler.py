@@ -100,3 +100,34 @@ def test_past_the_threads_it_keeps_a_burst_leaves_none_behind():
         thread.join(timeout=60)  # the three beyond the two kept end
     assert [thread.is_alive() for thread in threads_of] == [True, True, False, False, False]
     assert pool.take() is lent[1] and pool.take() is lent[0] and pool.take() not in lent
+
+
+def connection_of(request):
+    from django.db import connection
+
+    connection.ensure_connection()
+    return HttpResponse(str(id(connection.connection)))
+
+
+urlpatterns.append(path("connection/", connection_of))
+
+
+def test_a_request_thread_keeps_its_database_connection_and_other_threads_do_not(handler):
+    """The pooled request thread's connection serves the next request; a connection opened anywhere else is
+    closed after its request, as ``CONN_MAX_AGE = 0`` says (the websockets' database thread, for one)."""
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.db import connection
+    from django.test import RequestFactory
+
+    async def two_in_turn():
+        return [await get(handler, "/connection/") for _ in range(2)]
+
+    first, second = async_to_sync(two_in_turn)()
+    assert first[0] == second[0] == 200 and first[1] == second[1]
+
+    connection.close()
+    request = RequestFactory().get("/connection/", HTTP_HOST="localhost")
+    response = WSGIHandler()(request.environ, lambda status, headers: None)  # on this thread: not a pooled one
+    assert b"".join(response)
+    response.close()  # the end of the request (request_finished)
+    assert connection.connection is None

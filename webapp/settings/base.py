@@ -84,8 +84,6 @@ def _database(url: str | None) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": STATE_DIR / "db.sqlite3",
-        # Kept between requests: a web thread's connection costs a millisecond of CPU to open (its pragmas).
-        "CONN_MAX_AGE": 60,
         "OPTIONS": {
             # The web server and the control loops write at once: wait for the lock instead of failing,
             # take it at BEGIN (no deadlock upgrading a read to a write), and let readers run beside a
