@@ -86,16 +86,24 @@ def searches(request: HttpRequest) -> JsonResponse:
                          "count": page.paginator.count, "page": page.number, "pages": page.paginator.num_pages})
 
 
-def _create(request: HttpRequest) -> JsonResponse:
+def _object_body(request: HttpRequest, fields: tuple[str, ...], shape: str, named: str) -> dict | JsonResponse:
+    """The request's JSON object, or the 400 that says why it is not one of ``fields`` only."""
     try:
         body = json_body(request)
     except BodyError as error:
         return _error(str(error))
     if not isinstance(body, dict):
-        return _error('The body must be a JSON object {"name": ..., "config": {...}, "launch": false}.')
-    unknown = sorted(set(body) - set(CREATE_FIELDS))
+        return _error(f"The body must be a JSON object {shape}.")
+    unknown = sorted(set(body) - set(fields))
     if unknown:
-        return _error(f"Unknown field {unknown[0]!r}; the fields are {', '.join(CREATE_FIELDS)}.", field=unknown[0])
+        return _error(f"Unknown field {unknown[0]!r}; {named} {', '.join(fields)}.", field=unknown[0])
+    return body
+
+
+def _create(request: HttpRequest) -> JsonResponse:
+    body = _object_body(request, CREATE_FIELDS, '{"name": ..., "config": {...}, "launch": false}', "the fields are")
+    if isinstance(body, JsonResponse):
+        return body
     launch = body.get("launch", False)
     if not isinstance(launch, bool):
         return _error(f"`launch` must be true or false (got {launch!r:.100}).", field="launch")
@@ -122,15 +130,9 @@ def search(request: HttpRequest, search_id: int) -> JsonResponse:
 
 def _edit(request: HttpRequest, search: Search) -> JsonResponse:
     """A draft's new name and/or configuration (each checked as at creation; a configuration is given whole)."""
-    try:
-        body = json_body(request)
-    except BodyError as error:
-        return _error(str(error))
-    if not isinstance(body, dict):
-        return _error('The body must be a JSON object {"name": ..., "config": {...}}.')
-    unknown = sorted(set(body) - {"name", "config"})
-    if unknown:
-        return _error(f"Unknown field {unknown[0]!r}; a draft's fields are name and config.", field=unknown[0])
+    body = _object_body(request, ("name", "config"), '{"name": ..., "config": {...}}', "a draft's fields are")
+    if isinstance(body, JsonResponse):
+        return body
     try:
         lifecycle.update_draft(search, body.get("name", search.name), body.get("config", search.config))
     except ConfigError as error:
