@@ -75,6 +75,26 @@ def test_a_snapshot_from_the_cache_equals_a_fresh_one(owner_client, search, fres
     assert again["seq"] == search.event_seq == 10 and sorted(again["plotted"]) == list(range(10))
 
 
+def test_a_snapshot_of_another_state_is_never_served_however_young(owner_client, search, settings, fresh_cache,
+                                                                    monkeypatch):
+    """A page reloaded after Stop shows what its snapshot says (its buttons follow it): a snapshot younger than
+    the max age, built while the search ran, must not come back once it has stopped, not even while another
+    request builds the next one."""
+    builds = counting_builds(monkeypatch)
+    settings.NAS_SNAPSHOT_MAX_AGE = 3600
+    Search.objects.filter(pk=search.pk).update(status="running")
+    assert get(owner_client, search.pk)["search"]["status"] == "running" and len(builds) == 1
+    Search.objects.filter(pk=search.pk).update(status="stopped")
+    broadcast.notify(search.pk, "search.status", {"status": "stopped"})
+    assert get(owner_client, search.pk)["search"]["status"] == "stopped" and len(builds) == 2
+    Search.objects.filter(pk=search.pk).update(status="running")
+    broadcast.notify(search.pk, "search.status", {"status": "running"})
+    fresh_cache.set(f"{snapshots.key(search)}:build", "another request", px=60_000)
+    # The build never comes (that request died): after the wait, this request builds its own.
+    monkeypatch.setattr(snapshots, "WAIT_SECONDS", 0.2)
+    assert get(owner_client, search.pk)["search"]["status"] == "running" and len(builds) == 3
+
+
 def test_the_response_carries_the_servers_clock(owner_client, search):
     owner_client.get(reverse("api-snapshot", args=[search.pk]))
     before = time.time()

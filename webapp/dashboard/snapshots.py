@@ -7,8 +7,9 @@ its JSON and its gzip, is kept in Redis (one copy for every web process) with th
 event it includes, and a request serves it:
 
 - when its number is the search's (nothing happened since), or
-- when it was built less than ``NAS_SNAPSHOT_MAX_AGE`` seconds ago (2 by default), though events came since.
-  A page applies the events after its snapshot's number as soon as its websocket opens, so an older snapshot
+- when it was built less than ``NAS_SNAPSHOT_MAX_AGE`` seconds ago (2 by default), though events came since,
+  and the search's state is still the one it shows (a page reloaded after Stop must not be told "running": its
+  buttons follow the snapshot). A page applies the events after its snapshot's number as soon as its websocket opens, so an older snapshot
   shows the same once those arrive; a search that records results many times a second is then drawn at most
   once per that time, instead of once per viewer and event.
 
@@ -56,7 +57,7 @@ POLL_SECONDS = 0.05
 STORE = """
 local current = redis.call('HGET', KEYS[1], 'seq')
 if current and tonumber(current) > tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'seq', ARGV[1], 'built', ARGV[2], 'json', ARGV[3], 'gzip', ARGV[4])
+redis.call('HSET', KEYS[1], 'seq', ARGV[1], 'built', ARGV[2], 'json', ARGV[3], 'gzip', ARGV[4], 'status', ARGV[6])
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
@@ -67,19 +68,20 @@ return 0
 """
 
 _clients: dict[str, redis.Redis] = {}
-#: The fields of a search :func:`get` reads (its key and its last event); a build reads the rest itself.
-FIELDS = ("created", "event_seq")
+#: The fields of a search :func:`get` reads (its key, its last event, its state); a build reads the rest itself.
+FIELDS = ("created", "event_seq", "status")
 
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """An encoded snapshot: the sequence number of its last event, when it was built, and its body (JSON, or
-    the gzip of that JSON)."""
+    """An encoded snapshot: the sequence number of its last event, when it was built, its body (JSON, or the
+    gzip of that JSON) and the search's state it shows."""
 
     seq: int
     built: float
     body: bytes
     gzipped: bool
+    status: str
 
 
 def key(search: Search) -> str:
@@ -104,15 +106,22 @@ def _client() -> redis.Redis:
 
 
 def _read(client: redis.Redis, name: str, gzipped: bool) -> Snapshot | None:
-    seq, built, body = client.hmget(name, ["seq", "built", "gzip" if gzipped else "json"])
-    if seq is None or built is None or body is None:
+    seq, built, body, status = client.hmget(name, ["seq", "built", "gzip" if gzipped else "json", "status"])
+    if seq is None or built is None or body is None or status is None:
         return None
-    return Snapshot(int(seq), float(built), body, gzipped)
+    return Snapshot(int(seq), float(built), body, gzipped, status.decode())
 
 
-def fresh(snapshot: Snapshot, seq: int, now: float) -> bool:
-    """Whether ``snapshot`` may be served for a search whose last event is ``seq``."""
-    return snapshot.seq >= seq or now - snapshot.built < settings.NAS_SNAPSHOT_MAX_AGE
+def shows_its_state(snapshot: Snapshot, search: Search) -> bool:
+    """Whether ``snapshot`` shows the search's state now (else it is never served, however young)."""
+    return snapshot.seq >= search.event_seq or snapshot.status == search.status
+
+
+def fresh(snapshot: Snapshot, search: Search, now: float) -> bool:
+    """Whether ``snapshot`` may be served for ``search`` (its last event and state just read)."""
+    if snapshot.seq >= search.event_seq:
+        return True
+    return shows_its_state(snapshot, search) and now - snapshot.built < settings.NAS_SNAPSHOT_MAX_AGE
 
 
 def build(search: Search, gzipped: bool, client: redis.Redis | None = None, name: str = "") -> Snapshot:
@@ -122,10 +131,11 @@ def build(search: Search, gzipped: bool, client: redis.Redis | None = None, name
     body, packed = encode(snapshot)
     if client is not None:
         try:
-            client.eval(STORE, 1, name, snapshot["seq"], repr(built), body, packed, KEEP_SECONDS)
+            client.eval(STORE, 1, name, snapshot["seq"], repr(built), body, packed, KEEP_SECONDS,
+                        snapshot["search"]["status"])
         except redis.RedisError as error:
             log.warning("could not keep the snapshot of search %s (%s)", search.pk, error)
-    return Snapshot(snapshot["seq"], built, packed if gzipped else body, gzipped)
+    return Snapshot(snapshot["seq"], built, packed if gzipped else body, gzipped, snapshot["search"]["status"])
 
 
 def _build_later(search_id: int, client: redis.Redis, name: str, lock: str, token: str) -> None:
@@ -154,8 +164,10 @@ def get(search: Search, gzipped: bool) -> Snapshot:
     try:
         client = _client()
         cached = _read(client, name, gzipped)
-        if cached is not None and fresh(cached, search.event_seq, time.time()):
+        if cached is not None and fresh(cached, search, time.time()):
             return cached
+        if cached is not None and not shows_its_state(cached, search):
+            cached = None  # never served meanwhile: this request waits for (or makes) one that does
         lock, token = f"{name}:build", uuid.uuid4().hex
         if client.set(lock, token, nx=True, px=BUILD_LOCK_SECONDS * 1000):
             # A build on another connection sees only what is committed: inside a transaction (a test's), here.
@@ -172,7 +184,7 @@ def get(search: Search, gzipped: bool) -> Snapshot:
         while time.monotonic() < deadline:
             time.sleep(POLL_SECONDS)
             cached = _read(client, name, gzipped)
-            if cached is not None:
+            if cached is not None and shows_its_state(cached, search):
                 return cached
         return build(search, gzipped)  # that build never came (its process died): this request's own
     except redis.RedisError as error:
