@@ -107,3 +107,19 @@ def measure_schedule(model: nn.Module, program, schedule: Schedule, x: torch.Ten
         return median_ms(lambda: run(x), x.device, warmup, repeats)
     finally:
         net.runner.close()
+
+
+def measure_latency(model: nn.Module, shape: tuple[int, ...], device: torch.device,
+                    options: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of the ``latency`` objective after training: ``latency`` (ms per inference of
+    ``options["batch"]`` images by the chosen schedule, fp32, this process's shared profile cache) and
+    ``schedule`` (the report without the duplicate optimal schedule when it was chosen); a scheduling failure
+    is a note, ``latency_error``, not a failed evaluation."""
+    try:
+        report = schedule_network(model, tuple(shape), device, int(options.get("batch", 1)),
+                                  repeats=int(options.get("repeats", 10)))
+    except Exception as error:  # the network trained: its accuracy stands without a latency
+        return {"latency_error": f"{type(error).__name__}: {error}"}
+    if report["chosen"] == "optimal":
+        report.pop("optimal")
+    return {"latency": report["latency_ms"], "schedule": report}

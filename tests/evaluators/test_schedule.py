@@ -105,3 +105,21 @@ def test_a_batch_of_zero_is_refused():
     model = build_model(*TINY["cell"], "digits")
     with pytest.raises(ValueError, match=r"batch: must be an integer in \[1, 4096\] \(got 0\)"):
         schedule_network(model, (1, 8, 8), torch.device("cpu"), 0)
+
+
+def test_evaluate_measures_the_latency_objective_when_asked():
+    import json
+
+    from evaluators.evaluate import evaluate
+    from evaluators.result import EvaluationResult
+
+    genome, space = TINY["cell"]
+    training = {"epochs": 1, "batch_size": 64, "seed": 1}
+    plain = evaluate(genome, space, training, "digits", "cpu")
+    assert "latency" not in plain.metrics and "schedule" not in plain.metrics
+    result = evaluate(genome, space, training, "digits", "cpu", latency={"batch": 2, "repeats": 3})
+    assert result.status == "ok", result.message
+    assert result.objectives()["latency"] == result.metrics["schedule"]["latency_ms"] > 0
+    assert result.metrics["schedule"]["batch"] == 2 and "schedule" not in result.objectives()
+    assert result.fitness == plain.fitness  # measuring after training changes nothing of the training
+    assert EvaluationResult.from_dict(json.loads(json.dumps(result.to_dict(), allow_nan=False))) == result
