@@ -1,0 +1,44 @@
+"""An individual's inference schedule on its page: stages, strategies, latency against the baselines."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from webapp.dashboard.schedules import schedule_view
+from webapp.searches.models import Individual
+
+pytestmark = pytest.mark.django_db
+
+REPORT = {
+    "device": "cpu", "batch": 1, "chosen": "optimal", "latency_ms": 1.5,
+    "measured_ms": {"sequential": 3.0, "greedy": 2.5, "optimal": 1.5}, "module_ms": 2.9,
+    "modelled_ms": {"sequential": 2.8, "greedy": 2.6, "optimal": 1.4},
+    "schedule": {"stages": [{"ops": ["L0.conv_bn"], "strategy": "concurrent", "cost": 0.2},
+                            {"ops": ["L1.e01", "L1.e02", "L1.e03"], "strategy": "merged", "cost": 0.9},
+                            {"ops": ["L1.e12", "L2.classifier"], "strategy": "concurrent", "cost": 0.3}], "cost": 1.4},
+    "graph": {"ops": 6, "width": 3},
+    "search": {"seconds": 0.05, "dp_seconds": 0.01, "states": 9, "stages_costed": 9, "blocks": 3, "profiled": 7,
+               "cache_hits": 11, "cache_misses": 7},
+}
+
+
+def test_the_individual_page_shows_its_schedule(owner_client, search):
+    individual = Individual.objects.get(search=search, number=4)
+    individual.metrics = {**individual.metrics, "latency": 1.5, "schedule": REPORT}
+    individual.save()
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'id="schedule"' in html and 'id="schedule-latency">1.500 ms' in html
+    assert "L1.e01, L1.e02, L1.e03" in html and "<td>merged</td>" in html
+    assert "<td>sequential</td><td>3.000</td><td>2.800</td><td>1.00x</td>" in html
+    assert "<td>optimal</td><td>1.500</td><td>1.400</td><td>2.00x</td>" in html
+    assert "{&#x27;device&#x27;" not in html  # the report is not dumped among the metrics
+
+
+def test_an_individual_without_a_schedule_has_no_panel(owner_client, search):
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'id="schedule"' not in html
+
+
+@pytest.mark.parametrize("broken", [None, "text", {"device": "cpu"}, {**REPORT, "schedule": {"stages": "x"}}])
+def test_a_schedule_the_page_cannot_read_is_left_out(broken):
+    assert schedule_view({"schedule": broken}) is None
