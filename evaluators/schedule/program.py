@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from evaluators import summary
+from evaluators.schedule.standalone import network_operators
 from nas.schedule import Op, OpGraph
 
 #: The value name of the network's input.
@@ -69,54 +70,20 @@ class Program:
 
 
 def network_program(model: nn.Module) -> Program:
-    """The program of an ``evaluators.blocks.Net`` (any space)."""
-    from evaluators.blocks import Cell
-
-    ops: list[ProgramOp] = []
-    current = Expression((INPUT,))
-    for index, (layer, spec) in enumerate(zip(model.layers, model.spec["layers"])):
-        if isinstance(layer, Cell):
-            current = _cell_ops(index, layer, current, ops)
-            continue
-        name = f"L{index}.{spec['block']}"
-        ops.append(ProgramOp(name, layer, current, spec["block"], _args_text(spec["args"])))
-        current = Expression((name,))
+    """The program of an ``evaluators.blocks.Net`` (any space), from
+    :func:`evaluators.schedule.standalone.network_operators` (the exported ``model.py`` reads the same names)."""
+    operators, output, like = network_operators(model)
+    ops = [ProgramOp(op["name"], op["module"], Expression(tuple(op["terms"]), op["like"]), op["kind"],
+                     _args_text(op["args"]), merge_group=f"{op['kind']}@{op['node']}" if op["node"] else "")
+           for op in operators]
     normalize = None
     if getattr(model, "normalizes", False):
         normalize = lambda x: (x - model.mean) / model.std  # noqa: E731 - the Net's own first step
-    return Program(ops, current, normalize)
+    return Program(ops, Expression(tuple(output), like), normalize)
 
 
 def _args_text(args: dict[str, Any]) -> str:
     return ",".join(f"{key}={args[key]}" for key in sorted(args) if key != "edges")
-
-
-def _cell_ops(index: int, cell: nn.Module, node0: Expression, ops: list[ProgramOp]) -> Expression:
-    """Add a cell's kernel edges to ``ops``; the expression of its output node."""
-    nodes = [node0]
-    like = node0.terms[0] if node0.terms else node0.like
-    for target in range(1, 4):
-        terms: list[str] = []
-        for source, to, op in cell.edges:
-            if to != target or op == "none":
-                continue
-            if op == "skip_connect":
-                terms.extend(nodes[source].terms)
-                continue
-            name = f"L{index}.e{source}{to}"
-            channels = _channels(cell.ops[f"edge_{source}to{to}"])
-            ops.append(ProgramOp(name, cell.ops[f"edge_{source}to{to}"], nodes[source], op, f"channels={channels}",
-                                 merge_group=f"{op}@L{index}.n{source}"))
-            terms.append(name)
-        nodes.append(Expression(tuple(terms), like))
-    return nodes[3]
-
-
-def _channels(module: nn.Module) -> int:
-    for sub in module.modules():
-        if isinstance(sub, nn.Conv2d):
-            return sub.out_channels
-    return 0
 
 
 @torch.no_grad()

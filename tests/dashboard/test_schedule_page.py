@@ -42,3 +42,22 @@ def test_an_individual_without_a_schedule_has_no_panel(owner_client, search):
 @pytest.mark.parametrize("broken", [None, "text", {"device": "cpu"}, {**REPORT, "schedule": {"stages": "x"}}])
 def test_a_schedule_the_page_cannot_read_is_left_out(broken):
     assert schedule_view({"schedule": broken}) is None
+
+
+def test_the_best_zip_holds_schedule_json_where_latency_was_measured(search):
+    import io
+    import json
+    import zipfile
+
+    from webapp.services import exports
+
+    best = Individual.objects.get(search=search, number=9)
+    best.metrics = {**best.metrics, "latency": 1.5, "schedule": REPORT}
+    best.save()
+    out = io.BytesIO()
+    names = exports.best_zip(search, 2, out)
+    assert "rank01_n9/schedule.json" in names and "rank02_n8/schedule.json" not in names
+    document = json.loads(zipfile.ZipFile(io.BytesIO(out.getvalue())).read("rank01_n9/schedule.json"))
+    assert document["stages"] == REPORT["schedule"]["stages"]
+    assert document["device"] == "cpu" and document["batch"] == 1 and document["latency_ms"] == 1.5
+    assert "inference schedule" in exports.zip_contents(best)

@@ -123,3 +123,29 @@ def test_evaluate_measures_the_latency_objective_when_asked():
     assert result.metrics["schedule"]["batch"] == 2 and "schedule" not in result.objectives()
     assert result.fitness == plain.fitness  # measuring after training changes nothing of the training
     assert EvaluationResult.from_dict(json.loads(json.dumps(result.to_dict(), allow_nan=False))) == result
+
+
+def test_the_exported_model_py_runs_its_schedule_json_with_the_same_outputs():
+    import ast
+
+    from evaluators.export import standalone_source
+
+    genome = {"edges": {"1<-0": "conv_3x3", "2<-0": "conv_3x3", "2<-1": "avg_pool_3x3", "3<-0": "none",
+                        "3<-1": "skip_connect", "3<-2": "conv_1x1"}}
+    torch.manual_seed(0)
+    model = build_model(genome, CELL_SPACE, "digits").eval()
+    _randomize_norms(model, 2)
+    report = schedule_network(model, (1, 8, 8), torch.device("cpu"), 1, repeats=3, warmup=1, cache=ProfileCache())
+    source = standalone_source(genome, CELL_SPACE, "digits")
+    imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import)
+                for alias in node.names}
+    assert imported <= {"torch"}
+    namespace: dict = {"__name__": "exported_model"}
+    exec(compile(source, "model.py", "exec"), namespace)
+    net = namespace["build"]()
+    net.load_state_dict(model.state_dict())
+    x = torch.randn(4, 1, 8, 8)
+    for schedule in (report["schedule"], report.get("optimal", report["schedule"])):
+        assert torch.allclose(namespace["run_schedule"](net, schedule, x), model(x), atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="another architecture"):
+        namespace["run_schedule"](net, {"stages": [{"ops": ["L0.conv_bn"]}]}, x)
