@@ -61,3 +61,19 @@ def test_the_best_zip_holds_schedule_json_where_latency_was_measured(search):
     assert document["stages"] == REPORT["schedule"]["stages"]
     assert document["device"] == "cpu" and document["batch"] == 1 and document["latency_ms"] == 1.5
     assert "inference schedule" in exports.zip_contents(best)
+
+
+def test_the_form_turns_latency_on_with_a_batch_size_and_names_a_bad_one():
+    from webapp.dashboard.forms import DEFAULTS, SearchForm
+
+    form = SearchForm(data={**DEFAULTS, "strategy": "nsga2", "objectives": "accuracy:max, latency:min",
+                            "latency_batch": "4"})
+    assert form.is_valid(), form.errors
+    assert form.config["evaluation"]["latency"] == {"batch": 4, "repeats": 10}
+    assert SearchForm.initial_from("x", form.config)["latency_batch"] == 4
+    off = SearchForm(data={**DEFAULTS})
+    assert off.is_valid() and "latency" not in off.config["evaluation"]
+    bad = SearchForm(data={**DEFAULTS, "latency_batch": "0"})
+    assert not bad.is_valid() and "latency_batch" in bad.errors
+    unmeasured = SearchForm(data={**DEFAULTS, "strategy": "nsga2", "objectives": "accuracy:max, latency:min"})
+    assert not unmeasured.is_valid() and "evaluation.latency" in str(unmeasured.errors)
