@@ -17,7 +17,7 @@ from torch import nn
 
 from evaluators.schedule.executor import ScheduledNet
 from evaluators.schedule.profile import MeasuredCost, ProfileCache, median_ms, shared_cache
-from evaluators.schedule.program import network_program, operator_graph, trace
+from evaluators.schedule.program import Program, network_program, operator_graph, trace
 from nas.schedule import (
     Schedule,
     SearchStats,
@@ -63,10 +63,24 @@ def schedule_network(model: nn.Module, shape: tuple[int, ...], device: torch.dev
     sequential and greedy schedules, which one is ``chosen``, and what the search and the profiling cost."""
     check_batch(batch)
     model = model.eval()
-    cache = cache if cache is not None else shared_cache(str(device))
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn((batch, *shape), generator=generator).to(device)
-    program = network_program(model)
+    report = schedule_program(network_program(model), model, x, repeats=repeats, warmup=warmup, cache=cache,
+                              max_stage_size=max_stage_size, block_size=block_size)
+    with pinned_threads(device):
+        report["module_ms"] = median_ms(lambda: model(x), device, warmup, repeats)
+    return report
+
+
+@torch.no_grad()
+def schedule_program(program: Program, modules: nn.Module, x: torch.Tensor, *, repeats: int = 10, warmup: int = 3,
+                     cache: ProfileCache | None = None, max_stage_size: int | None = MAX_STAGE_SIZE,
+                     block_size: int | None = BLOCK_SIZE) -> dict[str, Any]:
+    """:func:`schedule_network` for any program (``modules`` holds its weights, on ``x``'s device); the report
+    has no ``module_ms``."""
+    device, batch = x.device, int(x.shape[0])
+    modules = modules.eval()
+    cache = cache if cache is not None else shared_cache(str(device))
     with pinned_threads(device):
         inputs = trace(program, x)
         graph = operator_graph(program, inputs)
@@ -82,13 +96,12 @@ def schedule_network(model: nn.Module, shape: tuple[int, ...], device: torch.dev
             total = time.perf_counter() - started
         finally:
             cost.close()
-        measured = {name: measure_schedule(model, program, schedule, x, repeats, warmup)
+        measured = {name: measure_schedule(modules, program, schedule, x, repeats, warmup)
                     for name, schedule in schedules.items()}
-        module_ms = median_ms(lambda: model(x), device, warmup, repeats)
     chosen = "optimal" if measured["optimal"] <= measured["sequential"] else "sequential"
     return {
         "device": str(device), "batch": batch, "chosen": chosen, "latency_ms": measured[chosen],
-        "measured_ms": measured, "module_ms": module_ms,
+        "measured_ms": measured,
         "modelled_ms": {name: schedule.cost for name, schedule in schedules.items()},
         "schedule": schedules[chosen].to_dict(), "optimal": schedules["optimal"].to_dict(),
         "graph": {"ops": len(graph), "width": graph.width()},
@@ -98,7 +111,7 @@ def schedule_network(model: nn.Module, shape: tuple[int, ...], device: torch.dev
     }
 
 
-def measure_schedule(model: nn.Module, program, schedule: Schedule, x: torch.Tensor, repeats: int,
+def measure_schedule(model: nn.Module, program: Program, schedule: Schedule, x: torch.Tensor, repeats: int,
                      warmup: int) -> float:
     """The median milliseconds of one inference of ``model`` run by ``schedule`` (one CUDA graph on a GPU)."""
     net = ScheduledNet(model, program, schedule)
