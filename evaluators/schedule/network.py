@@ -8,6 +8,8 @@ the optimal one only where it pays: a schedule measured slower than sequential e
 from __future__ import annotations
 
 import contextlib
+import random
+import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -96,8 +98,7 @@ def schedule_program(program: Program, modules: nn.Module, x: torch.Tensor, *, r
             total = time.perf_counter() - started
         finally:
             cost.close()
-        measured = {name: measure_schedule(modules, program, schedule, x, repeats, warmup)
-                    for name, schedule in schedules.items()}
+        measured = measure_schedules(modules, program, schedules, x, repeats, warmup)
     chosen = "optimal" if measured["optimal"] <= measured["sequential"] else "sequential"
     return {
         "device": str(device), "batch": batch, "chosen": chosen, "latency_ms": measured[chosen],
@@ -136,3 +137,26 @@ def measure_latency(model: nn.Module, shape: tuple[int, ...], device: torch.devi
     if report["chosen"] == "optimal":
         report.pop("optimal")
     return {"latency": report["latency_ms"], "schedule": report}
+
+
+def measure_schedules(model: nn.Module, program: Program, schedules: dict[str, Schedule], x: torch.Tensor,
+                      repeats: int, warmup: int) -> dict[str, float]:
+    """The median milliseconds of each schedule, timed in interleaved rounds (one run of each per round, in a
+    shuffled order), so that a change of load on a shared machine weighs on every schedule alike."""
+    nets = {name: ScheduledNet(model, program, schedule) for name, schedule in schedules.items()}
+    try:
+        runs = {name: net.graphed(x) for name, net in nets.items()}
+        for run in runs.values():
+            for _ in range(warmup):
+                run(x)
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        order = list(runs)
+        shuffler = random.Random(0)  # each round in a new order: no schedule always runs first or last
+        for _ in range(repeats):
+            shuffler.shuffle(order)
+            for name in order:
+                times[name].append(median_ms(lambda: runs[name](x), x.device, 0, 1))
+        return {name: float(statistics.median(values)) for name, values in times.items()}
+    finally:
+        for net in nets.values():
+            net.runner.close()

@@ -105,13 +105,18 @@ class OpGraph:
         return OpGraph(dataclasses.replace(op, inputs=tuple(s for s in op.inputs if s in kept))
                        for op in self.ops if op.name in kept)
 
-    def width(self) -> int:
-        """The most operators that are pairwise independent along a topological order's levels (the largest
-        level of the longest-path layering): a quick measure of how wide the DP's frontier gets."""
+    def levels(self) -> list[int]:
+        """Each operator's level: the length of the longest path of operators leading to it (0: reads none)."""
         level: list[int] = []
         for i in range(len(self.ops)):
             preds = [j for j in range(len(self.ops)) if self.pred_mask[i] >> j & 1]
             level.append(1 + max((level[j] for j in preds), default=-1))
+        return level
+
+    def width(self) -> int:
+        """The most operators on one level (see :meth:`levels`): a quick measure of how wide the DP's frontier
+        gets."""
+        level = self.levels()
         return max((level.count(v) for v in set(level)), default=0)
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ strategies, so ``cost[S] = min over stages T of cost[S - T] + stage(T)``. The se
 under predecessors, so it is exponential in the graph's width, not its size. Two limits keep wide graphs
 tractable, as IOS does: ``max_stage_size`` (the largest stage tried) and ``block_size`` (a graph is first cut
 at its chokepoints, operators every other operator depends on or feeds, which loses nothing; a block still
-larger than ``block_size`` is cut along a topological order, which may).
+larger than ``block_size`` is cut level by level, which may).
 """
 from __future__ import annotations
 
@@ -129,7 +129,8 @@ def _dp(graph: OpGraph, costs: _StageCosts, max_stage_size: int | None, stats: S
 def blocks(graph: OpGraph, block_size: int | None = None) -> list[int]:
     """Masks of consecutive blocks covering ``graph``: each chokepoint alone (an operator that every other one
     depends on or feeds, so it has a stage of its own in any schedule), the operators between two chokepoints
-    together, and a block larger than ``block_size`` cut along the topological order."""
+    together, and a block larger than ``block_size`` cut level by level (ordered by :meth:`OpGraph.levels`, so
+    that a cut keeps parallel branches side by side instead of splitting one branch from the others)."""
     _check_limit("block_size", block_size)
     n = len(graph)
     ancestors = [graph.ancestors(i) for i in range(n)]
@@ -147,8 +148,9 @@ def blocks(graph: OpGraph, block_size: int | None = None) -> list[int]:
         if c in segments:
             ordered.append(segments[c])
     result = []
+    level = graph.levels()
     for mask in ordered:
-        members = [i for i in range(n) if mask >> i & 1]
+        members = sorted((i for i in range(n) if mask >> i & 1), key=lambda i: (level[i], i))
         step = block_size or len(members)
         result.extend(sum(1 << i for i in members[k:k + step]) for k in range(0, len(members), step))
     return result
