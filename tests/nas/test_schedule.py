@@ -129,3 +129,13 @@ def test_graphs_and_schedules_round_trip_through_json():
     assert again.to_dict() == graph.to_dict()
     schedule = optimal_schedule(graph, RandomCost(1))
     assert Schedule.from_dict(schedule.to_dict()).check(again) == schedule
+
+
+def test_a_block_too_large_is_cut_level_by_level_keeping_branches_side_by_side():
+    ops = [Op(f"c{c}.{s}", (f"c{c}.{s - 1}",) if s else ()) for c in range(3) for s in range(3)]
+    graph = OpGraph(ops)
+    parts = [set(graph.names(mask)) for mask in blocks(graph, block_size=3)]
+    assert parts == [{f"c{c}.{s}" for c in range(3)} for s in range(3)]
+    cost = ModelledCost(peak=3.0, lanes=3)
+    limited = optimal_schedule(graph, cost, block_size=3).check(graph)
+    assert limited.cost == pytest.approx(optimal_schedule(graph, cost).cost)
