@@ -15,11 +15,12 @@ from nas.schedule.search import (
     brute_force_schedule,
     greedy_schedule,
     optimal_schedule,
+    random_schedule,
     sequential_schedule,
 )
 
 __all__ = [
     "CONCURRENT", "MERGED", "CostModel", "FunctionCost", "GraphError", "ModelledCost", "Op", "OpGraph",
     "RandomCost", "Schedule", "ScheduleError", "SearchStats", "Stage", "brute_force_schedule", "greedy_schedule",
-    "optimal_schedule", "sequential_schedule",
+    "optimal_schedule", "random_schedule", "sequential_schedule",
 ]

@@ -15,6 +15,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+import numpy as np
+
 from nas.schedule.cost import CostModel
 from nas.schedule.graph import OpGraph
 from nas.schedule.plan import Schedule, Stage
@@ -196,3 +198,21 @@ def brute_force_schedule(graph: OpGraph, cost: CostModel, max_ops: int = 10) -> 
 
     walk(0, 0.0, [])
     return Schedule(tuple(costs.stage(mask) for mask in best[1]))
+
+
+def random_schedule(graph: OpGraph, cost: CostModel, rng: np.random.Generator,
+                    max_stage_size: int | None = None) -> Schedule:
+    """A valid schedule drawn at random (each stage a random non-empty subset of the ready operators, at most
+    ``max_stage_size``), each stage at its cheaper strategy: for checking that the sum of stage costs orders
+    schedules as their measured latency does (the seed's section 5.7)."""
+    _check_limit("max_stage_size", max_stage_size)
+    costs = _StageCosts(graph, cost, SearchStats())
+    done, stages = 0, []
+    while done != graph.full:
+        ready = [i for i in range(len(graph)) if not done >> i & 1 and graph.pred_mask[i] & ~done == 0]
+        size = int(rng.integers(1, min(len(ready), max_stage_size or len(ready)) + 1))
+        chosen = rng.choice(ready, size=size, replace=False)
+        mask = sum(1 << int(i) for i in chosen)
+        stages.append(costs.stage(mask))
+        done |= mask
+    return Schedule(tuple(stages))

@@ -18,6 +18,7 @@ from nas.schedule import (
     brute_force_schedule,
     greedy_schedule,
     optimal_schedule,
+    random_schedule,
     sequential_schedule,
 )
 from nas.schedule.search import blocks
@@ -51,6 +52,8 @@ def test_dp_equals_brute_force_and_beats_the_baselines(seed):
         assert optimal.cost == pytest.approx(brute.cost, rel=1e-12)
         assert optimal.cost <= greedy_schedule(graph, cost).check(graph).cost + 1e-12
         assert optimal.cost <= sequential_schedule(graph, cost).check(graph).cost + 1e-12
+        for draw in range(3):
+            assert optimal.cost <= random_schedule(graph, cost, rng, max_stage_size=3).check(graph).cost + 1e-12
 
 
 def test_the_dp_finds_what_greedy_misses():
