@@ -1,7 +1,8 @@
 """The operator graph of a built network: which module runs on the sum of which values.
 
-Every layer of a ``Net`` is one operator, except a ``cell``, whose edges are operators of their own (NAS-Bench-
-201's cell is a multi-branch DAG; the other spaces' blocks are chains of layers). A cell's ``skip_connect`` edges
+Every layer of a ``Net`` is one operator, except the multi-branch ones: a ``cell``'s edges are operators of their
+own (NAS-Bench-201's cell is a DAG), and so are PeleeNet's branches (the stem's convolution branch and pool, a
+dense layer's one or two branches, joined by a concatenation); the chain space is a chain of layers. A cell's ``skip_connect`` edges
 are not operators: they only put a value into a node's sum, and ``none`` edges are left out, as the cell itself
 does. So an operator's input is a sum of earlier operators' outputs (or of the network's input), with
 multiplicity (a skip chain may add one value twice), or zeros shaped like a value when its node has no input.
@@ -27,14 +28,18 @@ KERNEL_OPS = ("conv_1x1", "conv_3x3", "avg_pool_3x3")
 
 @dataclasses.dataclass(frozen=True)
 class Expression:
-    """A sum of named values (with multiplicity); when empty, zeros shaped like ``like``."""
+    """A sum of named values (with multiplicity); when empty, zeros shaped like ``like``. With ``join="cat"``,
+    the values concatenated along the channels instead (PeleeNet's branches)."""
 
     terms: tuple[str, ...]
     like: str = INPUT
+    join: str = "sum"
 
     def evaluate(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
         if not self.terms:
             return torch.zeros_like(values[self.like])
+        if self.join == "cat":
+            return torch.cat([values[term] for term in self.terms], 1)
         total = values[self.terms[0]]
         for term in self.terms[1:]:
             total = total + values[term]
@@ -73,7 +78,7 @@ def network_program(model: nn.Module) -> Program:
     """The program of an ``evaluators.blocks.Net`` (any space), from
     :func:`evaluators.schedule.standalone.network_operators` (the exported ``model.py`` reads the same names)."""
     operators, output, like = network_operators(model)
-    ops = [ProgramOp(op["name"], op["module"], Expression(tuple(op["terms"]), op["like"]), op["kind"],
+    ops = [ProgramOp(op["name"], op["module"], Expression(tuple(op["terms"]), op["like"], op["join"]), op["kind"],
                      _args_text(op["args"]), merge_group=f"{op['kind']}@{op['node']}" if op["node"] else "")
            for op in operators]
     normalize = None

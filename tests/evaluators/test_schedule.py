@@ -149,3 +149,30 @@ def test_the_exported_model_py_runs_its_schedule_json_with_the_same_outputs():
         assert torch.allclose(namespace["run_schedule"](net, schedule, x), model(x), atol=1e-5, rtol=1e-4)
     with pytest.raises(ValueError, match="another architecture"):
         namespace["run_schedule"](net, {"stages": [{"ops": ["L0.conv_bn"]}]}, x)
+
+
+@pytest.mark.parametrize("name", ["pelee", "chain"])
+def test_the_other_spaces_branches_are_operators_and_the_executor_equals_them(name):
+    from evaluators.export import standalone_source
+
+    genome, space = TINY[name]
+    torch.manual_seed(0)
+    model = build_model(genome, space, "digits").eval()
+    _randomize_norms(model, 3)
+    x = torch.randn(2, 1, 8, 8)
+    program = network_program(model)
+    graph = operator_graph(program, trace(program, x))
+    if name == "pelee":  # the stem's branch beside its pool; a 2-way dense layer's two branches
+        assert graph.width() >= 2 and {"stem.branch", "stem.pool", "dense.branch2", "concat"} <= {
+            op.kind for op in graph.ops}
+    greedy = greedy_schedule(graph, RandomCost(1)).check(graph)
+    net = ScheduledNet(model, program, greedy)
+    try:
+        assert torch.allclose(net(x), model(x), atol=1e-5, rtol=1e-4)
+    finally:
+        net.runner.close()
+    namespace: dict = {"__name__": "exported_model"}
+    exec(compile(standalone_source(genome, space, "digits"), "model.py", "exec"), namespace)
+    exported = namespace["build"]()
+    exported.load_state_dict(model.state_dict())
+    assert torch.allclose(namespace["run_schedule"](exported, greedy.to_dict(), x), model(x), atol=1e-5, rtol=1e-4)
