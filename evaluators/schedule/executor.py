@@ -109,8 +109,9 @@ class StageRunner:
                 outputs[name] = self._one(name, values)
         for stream in self.streams[:len(names)]:
             main.wait_stream(stream)  # an event wait on the device: the host never blocks
-        for name, value in outputs.items():
-            value.record_stream(main)
+        if not torch.cuda.is_current_stream_capturing():  # a captured graph owns its memory already
+            for value in outputs.values():
+                value.record_stream(main)  # made on a side stream, freed on the main one
         values.update(outputs)
 
 
