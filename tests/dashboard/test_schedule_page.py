@@ -77,3 +77,17 @@ def test_the_form_turns_latency_on_with_a_batch_size_and_names_a_bad_one():
     assert not bad.is_valid() and "latency_batch" in bad.errors
     unmeasured = SearchForm(data={**DEFAULTS, "strategy": "nsga2", "objectives": "accuracy:max, latency:min"})
     assert not unmeasured.is_valid() and "evaluation.latency" in str(unmeasured.errors)
+
+
+def test_a_schedule_that_did_not_pay_still_shows_the_optimal_stages(owner_client, search):
+    optimal = {"stages": [{"ops": ["L0.conv_bn"], "strategy": "concurrent", "cost": 0.2},
+                          {"ops": ["L1.e01", "L1.e02"], "strategy": "concurrent", "cost": 0.5}], "cost": 0.7}
+    report = {**REPORT, "chosen": "sequential", "latency_ms": 3.0, "optimal": optimal}
+    view = schedule_view({"schedule": report})
+    assert view["chosen"] == "sequential" and [s["ops"] for s in view["stages"]] == [["L0.conv_bn"],
+                                                                                     ["L1.e01", "L1.e02"]]
+    individual = Individual.objects.get(search=search, number=5)
+    individual.metrics = {**individual.metrics, "latency": 3.0, "schedule": report}
+    individual.save()
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 5])).content.decode()
+    assert "did not pay on this device" in html and "L1.e01, L1.e02" in html

@@ -13,7 +13,8 @@ def schedule_view(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
     report = (metrics or {}).get("schedule")
     try:
         gains = speedups(report)
-        schedule = report["schedule"]
+        # the optimal schedule's stages, also where the worker kept sequential execution because it did not pay
+        schedule = report.get("optimal") or report["schedule"]
         return {
             "device": str(report["device"]), "batch": int(report["batch"]), "chosen": str(report["chosen"]),
             "latency_ms": float(report["latency_ms"]),
