@@ -128,9 +128,10 @@ def schedule_document(individual: Individual) -> dict[str, Any] | None:
     report = (individual.metrics or {}).get("schedule")
     if not isinstance(report, dict) or not isinstance(report.get("schedule"), dict):
         return None
+    # the stages of the schedule the worker chose; the optimal one beside them where it did not pay
     return {**report["schedule"], **{key: report[key] for key in
-                                     ("device", "batch", "chosen", "latency_ms", "measured_ms", "modelled_ms")
-                                     if key in report}}
+                                     ("device", "batch", "chosen", "latency_ms", "measured_ms", "modelled_ms",
+                                      "optimal") if key in report}}
 
 
 def architecture_files(search: Search, individual: Individual) -> dict[str, bytes]:
