@@ -48,7 +48,6 @@ class OpGraph:
 
     def __init__(self, ops: Iterable[Op]) -> None:
         ops = list(ops)
-        names = [op.name for op in ops]
         seen: set[str] = set()
         for position, op in enumerate(ops):
             if not isinstance(op.name, str) or not op.name:
@@ -71,7 +70,6 @@ class OpGraph:
         for i, op in enumerate(self.ops):
             for source in set(op.inputs):
                 self.succ_mask[self.index[source]] |= 1 << i
-        del names
 
     def __len__(self) -> int:
         return len(self.ops)
