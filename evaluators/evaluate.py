@@ -53,7 +53,7 @@ def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) ->
 
 def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, fault: str | None,
          export_to: str | os.PathLike | None, weights_to: BinaryIO | None, report: dict[str, Any],
-         held: dict[str, Any]) -> None:
+         held: dict[str, Any], latency: dict[str, Any] | None = None) -> None:
     """Build, train, validate and measure, filling ``report`` as it goes (so a failure keeps what was done);
     the model and optimizer live in ``held`` so the caller can free them after a failure."""
     started = time.perf_counter()
@@ -102,6 +102,12 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
     mark = time.perf_counter()
     report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, resolved, budget.precision)
     report["timings"]["latency"] = time.perf_counter() - mark
+    if latency:
+        from evaluators.schedule.network import measure_latency
+
+        mark = time.perf_counter()
+        report["metrics"].update(measure_latency(model, data.shape, resolved, latency))
+        report["timings"]["schedule"] = time.perf_counter() - mark
     report["fitness"] = report["metrics"]["accuracy"]
     if weights_to is not None:
         from evaluators.export import save_weights
@@ -126,7 +132,7 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
 
 def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str, device: str, *,
              fault: str | None = None, export_to: str | os.PathLike | None = None,
-             weights_to: BinaryIO | None = None) -> EvaluationResult:
+             weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None) -> EvaluationResult:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
     budget (a ``TrainingBudget`` dict) on ``device``, and return its result; never raises.
 
@@ -135,6 +141,8 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     genome, standalone source, weights, ONNX); their names are in the result's ``artifacts``.
     ``weights_to``: a binary file that receives the trained weights (``evaluators.export.save_weights``) when
     the evaluation succeeds; left untouched otherwise.
+    ``latency``: ``{"batch", "repeats"}`` to measure the trained network's optimal inference schedule
+    (``evaluators.schedule``): metrics ``latency`` (ms) and ``schedule`` (the report).
     """
     started = time.perf_counter()
     report: dict[str, Any] = {"device": str(device), "fitness": None, "metrics": {}, "curve": [],
@@ -142,7 +150,7 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     held: dict[str, Any] = {}
     failure: tuple[str, str] | None = None
     try:
-        _run(genome, space, training, dataset, device, fault, export_to, weights_to, report, held)
+        _run(genome, space, training, dataset, device, fault, export_to, weights_to, report, held, latency)
     except Invalid as error:
         failure = ("invalid", str(error))
     except Diverged as error:

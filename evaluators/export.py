@@ -20,6 +20,8 @@ from evaluators.builders import describe as describe_architecture
 from evaluators.catalog import RAW_IMAGES, dataset_shape
 
 BLOCKS_FILE = Path(__file__).with_name("blocks.py")
+#: ``run_schedule(net, schedule, x)``: the network run stage by stage from its ``schedule.json`` (torch only too).
+SCHEDULE_FILE = Path(__file__).with_name("schedule") / "standalone.py"
 
 __all__ = ["describe", "export_files", "export_onnx", "kept_files", "load_weights", "save_weights", "standalone_source"]
 
@@ -41,10 +43,10 @@ def describe(genome: Any, space: Any, dataset: str) -> dict[str, Any]:
     return describe_architecture(genome, space, dataset)
 
 
-def _blocks_body() -> str:
-    """``evaluators/blocks.py`` without its module docstring (the exported file has its own), read as text so
-    that writing the source needs no torch."""
-    source = BLOCKS_FILE.read_text()
+def _blocks_body(path: Path = BLOCKS_FILE) -> str:
+    """``evaluators/blocks.py`` (or another torch-only module) without its module docstring (the exported file
+    has its own), read as text so that writing the source needs no torch."""
+    source = path.read_text()
     first = ast.parse(source).body[0]
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         source = "\n".join(source.splitlines()[first.end_lineno:]) + "\n"
@@ -75,6 +77,9 @@ def standalone_source(genome: Any, space: Any, dataset: str, normalization: dict
         "\ndef build() -> Net:",
         '    """The network of this architecture, randomly initialised."""',
         "    return Net(SPEC)\n",
+        "\n# Inference by a schedule (schedule.json, where the search measured latency): run_schedule(net, schedule, x)",
+        _blocks_body(SCHEDULE_FILE).replace("from __future__ import annotations\n", "", 1)
+        .replace("import torch\nfrom torch import nn\n", "", 1).lstrip("\n"),
     ]
     return "\n".join(parts)
 

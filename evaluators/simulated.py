@@ -64,9 +64,12 @@ def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float 
          "val_accuracy": accuracy * e / epochs}
         for e in range(1, epochs + 1)
     ]
+    metrics = {"accuracy": accuracy, "params": int(10_000 + 1_000_000 * _unit(key, "params")),
+               "flops": int(1e6 + 1e8 * _unit(key, "flops"))}
+    if config.get("latency"):  # a made-up latency, larger for larger networks, so the objective conflicts
+        metrics["latency"] = 0.2 + 2.0 * accuracy * _unit(key, "latency")
     return EvaluationResult(
         status="ok", fitness=accuracy,
-        metrics={"accuracy": accuracy, "params": int(10_000 + 1_000_000 * _unit(key, "params")),
-                 "flops": int(1e6 + 1e8 * _unit(key, "flops"))},
+        metrics=metrics,
         curve=curve, timings={"build": 0.0, "train": total, "validate": 0.0, "total": total}, device="simulated",
     )

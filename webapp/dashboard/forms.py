@@ -17,7 +17,9 @@ from evaluators.catalog import DATASETS
 from nas.spaces import SPACES
 from nas.strategies import STRATEGIES
 from nas.strategies.archive import MAX_SEED
-from webapp.searches.config import POOL, POOL_RULE, SIMULATED_FIELDS, TRAINED_FIELDS, ConfigError, check_config
+from webapp.searches.config import (
+    LATENCY_FIELDS, POOL, POOL_RULE, SIMULATED_FIELDS, TRAINED_FIELDS, ConfigError, check_config,
+)
 
 #: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
 DEFAULTS: dict[str, Any] = {
@@ -46,7 +48,7 @@ def _param_field(described: dict[str, Any]) -> forms.Field:
     help_text = described["help"] + " Blank: the strategy's default" + (" (no limit)." if described["optional"] else ".")
     if described["type"] == "objectives":
         return forms.CharField(label=described["label"], required=False, help_text='Pairs "name:max" or "name:min", '
-                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness).",
+                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness; latency when measured).",
                                widget=forms.TextInput(attrs=attrs))
     kind = forms.IntegerField if described["type"] == "int" else forms.FloatField
     return kind(label=described["label"], required=False, min_value=described["low"], max_value=described["high"],
@@ -91,6 +93,12 @@ class SearchForm(forms.Form):
         max_value=TRAINED_FIELDS["keep_weights"][3], required=False,
         help_text="How many of the best individuals keep their trained weights and ONNX (in the downloads); "
                   "0: none. Trained evaluations only.", widget=forms.NumberInput(attrs={"step": "1"}))
+    latency_batch = forms.IntegerField(
+        label="Measure inference latency at batch size", min_value=LATENCY_FIELDS["batch"][2],
+        max_value=LATENCY_FIELDS["batch"][3], required=False,
+        help_text="Blank: off. Each trained network's optimal inference schedule is measured on its worker's "
+                  "device: the objective latency (ms) and the schedule on its page.",
+        widget=forms.NumberInput(attrs={"step": "1"}))
     sim_duration = forms.FloatField(label="Simulated seconds per evaluation", required=False,
                                     min_value=SIMULATED_FIELDS["duration"][2], max_value=SIMULATED_FIELDS["duration"][3],
                                     widget=forms.NumberInput(attrs={"step": "any"}))
@@ -107,7 +115,7 @@ class SearchForm(forms.Form):
         for name, rule in budget.rules().items():
             self.fields[form_name(name)] = _budget_field(name, rule)
         self.order_fields(["name", "space", "strategy", *self.params, "seed", "dataset", *self.budget_fields,
-                           "pool", "evaluation", "keep_weights", "sim_duration"])
+                           "pool", "evaluation", "keep_weights", "latency_batch", "sim_duration"])
         self.config: dict[str, Any] | None = None
 
     @classmethod
@@ -125,6 +133,7 @@ class SearchForm(forms.Form):
             initial["keep_weights"] = evaluation.get("keep_weights")
         else:
             initial["sim_duration"] = evaluation.get("duration")
+        initial["latency_batch"] = (evaluation.get("latency") or {}).get("batch")
         return initial
 
     def clean_objectives(self) -> list[list[str]] | None:
@@ -155,6 +164,10 @@ class SearchForm(forms.Form):
             base_evaluation = (base or {}).get("evaluation", {})
             evaluation = {**(base_evaluation if base_evaluation.get("mode") == "simulated" else {}),
                           "mode": "simulated", "duration": data.get("sim_duration") or DEFAULTS["sim_duration"]}
+        evaluation.pop("latency", None)  # blank: off, whatever the draft had
+        if data.get("latency_batch"):
+            evaluation["latency"] = {**((base or {}).get("evaluation", {}).get("latency") or {}),
+                                     "batch": data["latency_batch"]}
         space = {"name": data["space"]}
         if base and base["space"]["name"] == data["space"]:
             space = base["space"]

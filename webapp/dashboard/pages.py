@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from webapp.dashboard import architecture, charts, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
+from webapp.dashboard.schedules import schedule_view
 from webapp.searches.models import Search
 from webapp.services import estimates, exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
@@ -151,7 +152,8 @@ def search_action(request: HttpRequest, search_id: int, action: str) -> HttpResp
 def individual_detail(request: HttpRequest, search_id: int, number: int) -> HttpResponse:
     individual = owned_individual(request, search_id, number)
     search = individual.search
-    metrics = {k: display.metric(k, v) for k, v in (individual.metrics or {}).items() if k != "timings"}
+    metrics = {k: display.metric(k, v) for k, v in (individual.metrics or {}).items()
+               if k not in ("timings", "schedule")}
     timings = ((individual.metrics or {}).get("timings") or {}).items()
     return render(request, "dashboard/individual.html", {
         "search": search, "individual": individual, "lineage": queries.lineage(individual),
@@ -162,6 +164,7 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
         "curve_figure": charts.learning_curve(individual.curve) if individual.curve else None,
         "zip_contents": exports.zip_contents(individual),
+        "schedule": schedule_view(individual.metrics),
     })
 
 

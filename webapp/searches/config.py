@@ -42,6 +42,11 @@ SIMULATED_FIELDS: dict[str, tuple[Any, type, float, float]] = {
     "duration": (1.0, float, 0.0, 86400.0),
     "sigma": (0.5, float, 0.0, 10.0),
 }
+#: ``evaluation.latency`` (off when absent): the inference schedule's latency measured after training.
+LATENCY_FIELDS: dict[str, tuple[Any, type, float, float]] = {
+    "batch": (1, int, 1, 1024),
+    "repeats": (10, int, 1, 200),
+}
 
 
 class ConfigError(ValueError):
@@ -110,10 +115,10 @@ def check_evaluation(data: Any) -> dict[str, Any]:
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS])
-        return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS)}
-    data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults"])
-    checked = {"mode": mode, **_fields("evaluation", data, SIMULATED_FIELDS)}
+        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency"])
+        return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS), **check_latency(data.get("latency"))}
+    data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults", "latency"])
+    checked = {"mode": mode, **_fields("evaluation", data, SIMULATED_FIELDS), **check_latency(data.get("latency"))}
     checked["distribution"] = _choice("evaluation.distribution", data.get("distribution", "fixed"), DISTRIBUTIONS)
     faults = data.get("faults", {})
     if not isinstance(faults, dict) or not all(
@@ -123,6 +128,22 @@ def check_evaluation(data: Any) -> dict[str, Any]:
                                                f"most (got {str(faults)[:200]})")
     checked["faults"] = faults
     return checked
+
+
+def check_latency(data: Any) -> dict[str, Any]:
+    """``{"latency": {"batch", "repeats"}}`` when asked for (``true`` takes the defaults), else nothing."""
+    if data is None or data is False:
+        return {}
+    data = {} if data is True else _section("evaluation.latency", data, list(LATENCY_FIELDS))
+    return {"latency": _fields("evaluation.latency", data, LATENCY_FIELDS)}
+
+
+def _check_objectives_measured(strategy: dict[str, Any], evaluation: dict[str, Any]) -> None:
+    """An objective ``latency`` needs the evaluation to measure it."""
+    names = [pair[0] for pair in strategy["params"].get("objectives", ()) if pair]
+    if "latency" in names and "latency" not in evaluation:
+        raise ConfigError("evaluation.latency", "the objective latency needs the latency measured: set "
+                                                "evaluation.latency, e.g. {\"batch\": 1, \"repeats\": 10}")
 
 
 def check_pool(value: Any) -> str:
@@ -160,7 +181,7 @@ def check_config(data: Any) -> dict[str, Any]:
         built = get_strategy(name, space, strategy.get("seed", 0), **params)
     except (TypeError, ValueError) as error:
         raise ConfigError(f"strategy.{_param_named(str(error), params)}", str(error)) from None
-    return {
+    checked = {
         "space": space_to_config(space),
         "strategy": {"name": name, "seed": built.seed, "params": built.params},
         "dataset": _choice("dataset", data.get("dataset", "digits"), list(DATASETS)),
@@ -168,6 +189,8 @@ def check_config(data: Any) -> dict[str, Any]:
         "evaluation": check_evaluation(data.get("evaluation")),
         "pool": check_pool(data.get("pool", "eval")),
     }
+    _check_objectives_measured(checked["strategy"], checked["evaluation"])
+    return checked
 
 
 def _param_named(message: str, params: dict[str, Any]) -> str:

@@ -122,6 +122,18 @@ def normalization_of(individual: Individual) -> dict[str, list[float]] | None:
     return value if isinstance(value, dict) and {"mean", "std"} <= set(value) else None
 
 
+def schedule_document(individual: Individual) -> dict[str, Any] | None:
+    """``schedule.json``: the inference schedule its worker measured (searches with ``evaluation.latency``),
+    with the device, batch size and latencies it was measured at; ``model.py``'s ``run_schedule`` reads it."""
+    report = (individual.metrics or {}).get("schedule")
+    if not isinstance(report, dict) or not isinstance(report.get("schedule"), dict):
+        return None
+    # the stages of the schedule the worker chose; the optimal one beside them where it did not pay
+    return {**report["schedule"], **{key: report[key] for key in
+                                     ("device", "batch", "chosen", "latency_ms", "measured_ms", "modelled_ms",
+                                      "optimal") if key in report}}
+
+
 def architecture_files(search: Search, individual: Individual) -> dict[str, bytes]:
     """What a download holds of one architecture, name -> bytes, from stored bytes only: ``genome.json``,
     ``model.py`` (the worker's when it kept the individual's files, else written here from the genome: text, no
@@ -138,6 +150,9 @@ def architecture_files(search: Search, individual: Individual) -> dict[str, byte
         except Exception as error:  # one architecture that does not build must not spoil the download
             log.warning("no source for individual %s of search %s: %s", individual.number, search.pk, error)
             files["EXPORT_ERROR.txt"] = f"{type(error).__name__}: {error}\n".encode()
+    schedule = schedule_document(individual)
+    if schedule is not None:
+        files["schedule.json"] = json.dumps(schedule, indent=2).encode()
     if stored is not None:
         files["weights.pt"] = bytes(stored.data)
         if stored.onnx:
@@ -228,7 +243,8 @@ def zip_contents(individual: Individual) -> list[str]:
     """What an architecture's zip holds, in words (the individual page's download button says it)."""
     stored = Weights.objects.filter(individual=individual).values_list("onnx", flat=True).first()
     kept = Weights.objects.filter(individual=individual).exists()
-    return ["genome", "PyTorch source", *(["trained weights"] if kept else []), *(["ONNX"] if stored else [])]
+    return ["genome", "PyTorch source", *(["trained weights"] if kept else []), *(["ONNX"] if stored else []),
+            *(["inference schedule"] if schedule_document(individual) else [])]
 
 
 def individual_zip(search: Search, individual: Individual, out: BinaryIO) -> list[str]:

@@ -41,8 +41,9 @@ def evaluate_and_keep(evaluate: Callable[..., EvaluationResult], individual: dic
     the best, leave its files in Redis; the result names them in ``artifacts``."""
     keep = int(individual["evaluation"].get("keep_weights") or 0) > 0
     weights = io.BytesIO() if keep else None
+    latency = individual["evaluation"].get("latency")
     result = evaluate(individual["genome"], individual["space"], individual["training"], individual["dataset"],
-                      device, weights_to=weights)
+                      device, weights_to=weights, **({"latency": latency} if latency else {}))
     if weights is None or not weights.tell() or not admitted(individual["search"], result):
         return result
     from evaluators.export import kept_files
