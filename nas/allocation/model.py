@@ -43,6 +43,7 @@ class ThroughputModel:
         self.prior_weight = float(prior_weight)
         self.decay = float(decay)
         self._estimates: dict[tuple[str, int], _Estimate] = {}
+        self._spread = _Estimate(0.0, 0)  #: mean squared log-ratio of a measurement to its estimate
 
     def observe(self, host: str, gang: int, seconds: float) -> None:
         """Record that one evaluation on a gang of ``gang`` devices of ``host`` took ``seconds``."""
@@ -54,6 +55,8 @@ class ThroughputModel:
         if estimate is None:
             self._estimates[(host, gang)] = _Estimate(float(seconds), 1)
             return
+        self._spread.count += 1
+        self._spread.mean += (math.log(seconds / estimate.mean) ** 2 - self._spread.mean) / self._spread.count
         estimate.count += 1
         weight = max(1.0 / estimate.count, self.decay)
         estimate.mean += weight * (seconds - estimate.mean)
@@ -84,6 +87,11 @@ class ThroughputModel:
         count = min(estimate.count, 1 / self.decay)
         return (count * estimate.mean + self.prior_weight * prior) / (count + self.prior_weight)
 
+    def spread(self) -> float:
+        """How much one evaluation's duration varies around its estimate: the standard deviation of
+        ``log(measured / estimated)`` (0 before two measurements of a same gang size)."""
+        return math.sqrt(self._spread.mean)
+
     def efficiency(self, host: str, gang: int) -> float:
         """The expected parallel efficiency ``T(1) / (g x T(g))`` of a gang of ``gang`` on ``host``."""
         return self.single(host) / (gang * self.duration(host, gang))
@@ -98,6 +106,7 @@ class ThroughputModel:
             "prior_duration": self.prior_duration, "prior_efficiency": self.prior_efficiency,
             "prior_weight": self.prior_weight, "decay": self.decay,
             "estimates": [[host, gang, e.mean, e.count] for (host, gang), e in sorted(self._estimates.items())],
+            "spread": [self._spread.mean, self._spread.count],
         }
 
     @classmethod
@@ -107,4 +116,6 @@ class ThroughputModel:
                     state.get("decay", 0.1))
         for host, gang, mean, count in state.get("estimates", []):
             model._estimates[(str(host), int(gang))] = _Estimate(float(mean), int(count))
+        spread, count = state.get("spread", [0.0, 0])
+        model._spread = _Estimate(float(spread), int(count))
         return model

@@ -8,12 +8,18 @@ remaining work under every pair (gang of this candidate, gang of the rest), repl
 the :class:`~nas.allocation.model.ThroughputModel` on the hosts' devices (those busy free up when their running
 evaluation is expected to end), and takes the pair that finishes soonest; within ``tolerance`` of the soonest,
 the smaller gang (more evaluations per device-hour). A gang never spans hosts.
+
+Durations vary from candidate to candidate, and a tail of many small gangs ends with its slowest member while a
+big gang runs them one after another (their variations average out): so each plan is replayed over ``samples``
+draws of the durations, spread as measured (``ThroughputModel.spread``), the same draws for every pair.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from nas.allocation.model import ThroughputModel
 
@@ -68,9 +74,12 @@ class Allocator:
         model: the measured throughput per (host, gang size).
         tolerance: a plan within this fraction of the soonest finish counts as as good (favours small gangs).
         plan_limit: work of more than ``plan_limit`` x the devices is "many candidates": one device each.
+        samples: draws of the durations each plan is replayed over (1: the expected durations only).
+        seed: the seed of those draws.
     """
 
-    def __init__(self, model: ThroughputModel, tolerance: float = 0.03, plan_limit: int = 4) -> None:
+    def __init__(self, model: ThroughputModel, tolerance: float = 0.03, plan_limit: int = 4, samples: int = 12,
+                 seed: int = 0) -> None:
         if not 0 <= tolerance < 1:
             raise ValueError(f"`tolerance` must be in [0, 1) (got {tolerance!r})")
         if plan_limit < 1:
@@ -78,6 +87,10 @@ class Allocator:
         self.model = model
         self.tolerance = tolerance
         self.plan_limit = plan_limit
+        if samples < 1:
+            raise ValueError(f"`samples` must be at least 1 (got {samples!r})")
+        self.samples = samples
+        self._rng = np.random.default_rng(seed)
 
     def choose(self, hosts: Sequence[HostState], pending: Pending) -> Allocation:
         """The gang for the next waiting candidate, or a wait (``host`` None) when it should wait for devices."""
@@ -111,14 +124,18 @@ class Allocator:
         return Allocation(self._place(hosts, gang), gang, reason, "throughput")
 
     def _tail(self, hosts: Sequence[HostState], sizes: list[int], total: int, devices: int) -> Allocation:
+        spread = self.model.spread()
+        draws = [np.ones(total)] if spread == 0 or self.samples == 1 else [
+            np.exp(self._rng.normal(-spread**2 / 2, spread, total)) for _ in range(self.samples)]
+        durations = {(h.name, s): self.model.duration(h.name, s) for h in hosts for s in h.sizes}
         plans = {}
         for first in sizes:
             for rest in sizes:
                 if total == 1 and rest != sizes[0]:
                     continue
-                finish = self._finish(hosts, first, rest, total)
-                if finish is not None:
-                    plans[(first, rest)] = finish
+                finishes = [self._finish(hosts, durations, first, rest, factors) for factors in draws]
+                if finishes[0] is not None:
+                    plans[(first, rest)] = float(np.mean(finishes))
         if not plans:
             return Allocation(None, 0, "no gang fits the hosts", "wait")
         soonest = min(plans.values())
@@ -144,20 +161,23 @@ class Allocator:
         fits = [host for host in hosts if gang in host.sizes and host.free >= gang]
         return min(fits, key=lambda host: (host.free, host.name)).name if fits else None
 
-    def _finish(self, hosts: Sequence[HostState], first: int, rest: int, total: int) -> float | None:
-        """When ``total`` candidates (the first on ``first`` devices, the others on ``rest``) would all be done,
-        placed in order, each at the earliest time a host has the devices; ``None`` if a size fits no host."""
+    @staticmethod
+    def _finish(hosts: Sequence[HostState], durations: dict[tuple[str, int], float], first: int, rest: int,
+                factors: np.ndarray) -> float | None:
+        """When ``len(factors)`` candidates (the first on ``first`` devices, the others on ``rest``, each taking
+        its factor times the expected duration) would all be done, placed in order, each at the earliest time a
+        host has the devices; ``None`` if a size fits no host."""
         free_at = {h.name: sorted([0.0] * h.free + list(h.busy) + [0.0] * (h.devices - h.free - len(h.busy)))
                    for h in hosts}
         finish = max((t for times in free_at.values() for t in times), default=0.0)
         last_start = 0.0
-        for index in range(total):
+        for index, factor in enumerate(factors):
             gang = first if index == 0 else rest
             options = []
             for host in hosts:
                 if gang in host.sizes:
                     start = max(free_at[host.name][gang - 1], last_start)
-                    options.append((start + self.model.duration(host.name, gang), start, host.name))
+                    options.append((start + factor * durations[(host.name, gang)], start, host.name))
             if not options:
                 return None
             end, start, name = min(options)

@@ -164,3 +164,14 @@ def test_reason_is_json_and_bad_input_is_named():
     with pytest.raises(ValueError, match="prior_duration"):
         ThroughputModel(prior_duration=-1)
     assert not math.isnan(allocator().choose([host()], Pending(1, 0)).gang)
+
+
+def test_spread_is_learned_and_plans_are_reproducible():
+    model = ThroughputModel(prior_duration=10.0)
+    assert model.spread() == 0.0
+    for seconds in (10.0, 20.0, 5.0, 10.0, 20.0, 5.0):
+        model.observe("h", 1, seconds)
+    assert model.spread() > 0.3
+    choices = [Allocator(ThroughputModel.from_state(model.state_dict()), seed=7).choose([host()], Pending(12, 0))
+               for _ in range(2)]
+    assert choices[0] == choices[1]
