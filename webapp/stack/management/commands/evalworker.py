@@ -15,6 +15,7 @@ from webapp.celery import app
 from webapp.searches.config import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
+from webapp.stack.gangs import resolve_gang
 from webapp.stack.redis_server import ping_error, redact
 
 
@@ -28,6 +29,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--device", default="cpu",
                             help="cpu, cuda:N, a comma-separated list, or all (every GPU, else the CPU); default cpu")
+        parser.add_argument("--gang", help="train one candidate on several of the --device list at once (data "
+                                           "parallel): auto (the allocator picks 1, 2, 4, ...) or a fixed size")
         parser.add_argument("--slots", type=int, default=1, help="evaluations run at once per device (default 1)")
         parser.add_argument("--pool", default="eval", help="the shared queue to pull from: eval (the default) or "
                                                            "eval.<name>, e.g. eval.a100")
@@ -42,6 +45,16 @@ class Command(BaseCommand):
             raise CommandError(f"--pool must be {POOL_RULE} (got {options['pool']!r})")
         if options["redis"]:
             self.use_redis(options["redis"])
+        if options["gang"] is not None:
+            if options["slots"] != 1:
+                raise CommandError("--slots applies to workers without --gang (a gang worker runs one rank per device)")
+            try:
+                owned = resolve_gang(options["device"], options["gang"])
+            except ValueError as error:
+                raise CommandError(str(error)) from None
+            os.environ.update(owned.environment())
+            self.run_worker(",".join(owned.devices), {**options, "slots": len(owned.devices) // min(owned.sizes)})
+            return
         try:
             devices = resolve_devices(options["device"])
         except ValueError as error:
@@ -64,7 +77,7 @@ class Command(BaseCommand):
                 "--pool", options["pool"], "--node", options["node"], "--loglevel", options["loglevel"]]
 
     def run_worker(self, device: str, options) -> None:
-        node, short = options["node"], device.replace(":", "")
+        node, short = options["node"], ("gang" if "," in device else device.replace(":", ""))
         # Inherited by the pool's processes: each one is a slot announcing itself (webapp.worker.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
         # SIGTERM must stop the worker within NAS_SOFT_SHUTDOWN_SECONDS (plus a few). Celery's own SIGTERM is a
