@@ -26,7 +26,7 @@ from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from webapp.control import faults, kept, lease, recording, strategy_store
 from webapp.control.lease import LeaseLost
-from webapp.messaging import messages, signing, transport
+from webapp.messaging import gangs, messages, signing, transport
 from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
 
@@ -268,6 +268,7 @@ class SearchLoop:
         if room <= 0:
             return 0
         candidates = self.strategy.ask(room)
+        self._publish_pending(room, len(candidates))
         if not candidates:
             return 0
         with recording.fenced(self.search_id, self.owner) as search:
@@ -279,6 +280,17 @@ class SearchLoop:
         self.search = search
         self._send(individuals)
         return len(individuals)
+
+    def _publish_pending(self, room: int, asked: int) -> None:
+        """For gang workers' allocators: candidates sent and not started, and how many more before the
+        strategy's next barrier (it gave fewer than asked) or its planned end (``webapp.messaging.gangs``)."""
+        planned = self.strategy.planned()
+        created = Individual.objects.filter(search_id=self.search_id).count()
+        more = 0 if asked < room else (None if planned is None else max(0, planned - created - asked))
+        waiting = self._in_flight().filter(status=Individual.Status.QUEUED).count() + asked
+        if (waiting, more) != getattr(self, "_pending_seen", None):
+            gangs.publish_pending(self.search_id, waiting, more)
+            self._pending_seen = (waiting, more)
 
     def _send_unsent(self) -> None:
         """After a crash between creating individuals and sending them: send those never dispatched."""

@@ -19,6 +19,11 @@ class GangDevices:
     gang: str  #: as given: ``auto`` or a number
 
     @property
+    def name(self) -> str:
+        """The worker's device name on the nodes page and in its queue: ``cpux4``, ``cudax8``."""
+        return f"{self.devices[0].split(':')[0]}x{len(self.devices)}"
+
+    @property
     def backend(self) -> str:
         """The collective backend of its gangs: NCCL between GPUs, gloo between CPU ranks."""
         return "gloo" if self.devices[0] == "cpu" else "nccl"

@@ -52,8 +52,8 @@ class Command(BaseCommand):
                 owned = resolve_gang(options["device"], options["gang"])
             except ValueError as error:
                 raise CommandError(str(error)) from None
-            os.environ.update(owned.environment())
-            self.run_worker(",".join(owned.devices), {**options, "slots": len(owned.devices) // min(owned.sizes)})
+            os.environ.update(owned.environment(), NAS_GANG_OWNER=str(os.getpid()))
+            self.run_worker(owned.name, {**options, "slots": len(owned.devices) // min(owned.sizes)})
             return
         try:
             devices = resolve_devices(options["device"])
@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 "--pool", options["pool"], "--node", options["node"], "--loglevel", options["loglevel"]]
 
     def run_worker(self, device: str, options) -> None:
-        node, short = options["node"], ("gang" if "," in device else device.replace(":", ""))
+        node, short = options["node"], device.replace(":", "")
         # Inherited by the pool's processes: each one is a slot announcing itself (webapp.worker.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
         # SIGTERM must stop the worker within NAS_SOFT_SHUTDOWN_SECONDS (plus a few). Celery's own SIGTERM is a
