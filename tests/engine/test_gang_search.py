@@ -41,6 +41,8 @@ def test_auto_gives_the_generation_tail_more_devices_and_records_why(stack):
         assert len(individual.metrics["devices"].split(",")) == int(individual.metrics["gang"])
         assert individual.metrics["allocation"].split(":")[0] in ("tail", "throughput", "wait")
         assert individual.device == "cpux4" and individual.node == "gangnode"
+    utilisation = Search.objects.get(pk=search.pk).stats
+    assert utilisation.get("device_seconds", 0) > 0 and utilisation.get("device_busy", 0) > 0
 
 
 def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):
@@ -51,3 +53,16 @@ def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):
     individuals = list(Individual.objects.filter(search=search))
     assert individuals and {i.metrics["gang"] for i in individuals} == {"2"}
     assert all(i.metrics["allocation"].startswith("fixed") for i in individuals)
+
+
+def test_device_utilisation_counts_a_gang_as_its_devices():
+    from webapp.searches import accounting
+
+    stats = accounting.new_stats(0.0)
+    accounting.count_result(stats, node="n", device="cpux4", slot="n/cpux4/0", ok=True, duration=10.0, finished=10.0,
+                            nbytes=0, devices=4)
+    accounting.count_result(stats, node="n", device="cpux4", slot="n/cpux4/1", ok=True, duration=10.0, finished=10.0,
+                            nbytes=0)
+    assert accounting.summary(stats)["utilisation"] is None  # nothing available measured yet
+    accounting.add_device_time(stats, 100.0)
+    assert accounting.summary(stats)["utilisation"] == pytest.approx(0.5)  # (4 x 10 + 1 x 10) / 100
