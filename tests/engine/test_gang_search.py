@@ -66,3 +66,11 @@ def test_device_utilisation_counts_a_gang_as_its_devices():
     assert accounting.summary(stats)["utilisation"] is None  # nothing available measured yet
     accounting.add_device_time(stats, 100.0)
     assert accounting.summary(stats)["utilisation"] == pytest.approx(0.5)  # (4 x 10 + 1 x 10) / 100
+
+
+def test_the_timeline_names_the_devices_a_gang_held():
+    from webapp.dashboard import charts
+
+    point = {"number": 3, "description": "chain", "devices": "cuda:0,cuda:1"}
+    assert charts.hover(point) == "#3 chain on cuda:0,cuda:1"
+    assert charts.hover({"number": 3, "description": "chain", "devices": None}) == "#3 chain"
