@@ -140,13 +140,17 @@ def evaluate_individual_on_gang(individual: dict[str, Any]) -> EvaluationResult:
             return artifacts.evaluate_and_keep(evaluate, individual, devices[0])
         from evaluators.data_parallel import RANK_LOST, evaluate_on_gang
 
+        lost: list[str] = []
         for _ in range(max(1, settings.NAS_MAX_ATTEMPTS)):
             result = evaluate_on_gang(individual["genome"], individual["space"], individual["training"],
                                       individual["dataset"], devices,
                                       should_stop=lambda: transport.is_stopped(individual["search"]))
             if result.failure != RANK_LOST:
                 break
+            lost.append(result.message)
             log.warning("individual %s: %s; trying again", individual["individual"], result.message)
+        if lost:  # the individual keeps what happened to its earlier attempts
+            result = result.with_fields(metrics={**result.metrics, "rank_lost": " | ".join(lost)[:500]})
         return result
 
     return run_on_gang(individual, run)
