@@ -4,6 +4,9 @@ one line that names the option."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
+from pathlib import Path
 
 from nas.allocation.efficiency import gang_sizes
 from webapp.stack.devices import device_error
@@ -53,3 +56,8 @@ def resolve_gang(device_spec: str, gang: str) -> GangDevices:
         if problem:
             raise ValueError(problem)
     return GangDevices(tuple(devices), gang_sizes(len(devices), gang), gang)
+
+
+def remove_ledger(node: str, owner: int) -> None:
+    """Remove the device claims folder of the gang worker ``owner`` (``webapp.worker.gang.ledger``) as it exits."""
+    shutil.rmtree(Path(tempfile.gettempdir()) / f"nas-gang-{node}-{owner}", ignore_errors=True)

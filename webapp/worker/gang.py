@@ -22,6 +22,7 @@ from typing import Any
 from evaluators.result import EvaluationResult
 from nas.allocation import Allocation, Allocator, HostState
 from webapp.messaging import gangs, transport
+from webapp.worker import slots
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,9 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str], int],
         if transport.is_stopped(search_id):
             return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
         time.sleep(poll)
+    devices = ",".join(book.devices[index] for index in held)
+    slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
+                       "devices": devices, "gang": gang})  # the nodes page shows the gang it holds
     started = time.perf_counter()
     try:
         result = evaluate([book.devices[index] for index in held], gang)
@@ -114,7 +118,6 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str], int],
         book.release(held)
     if result.ok:
         gangs.record_duration(search_id, host, gang, time.perf_counter() - started)
-    devices = ",".join(book.devices[index] for index in held)
     return result.with_fields(metrics={**result.metrics, "devices": devices, "gang": str(gang),
                                        "allocation": choice.reason[:300]})
 

@@ -4,6 +4,7 @@ One device: this process is the Celery worker pinned to it. Several (``--device 
 ``--device cuda:0,cuda:1``): one such worker per device, supervised by this process. Workers need Redis and the
 code only; no database settings.
 """
+import atexit
 import os
 import socket
 import sys
@@ -15,7 +16,7 @@ from webapp.celery import app
 from webapp.searches.config import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
-from webapp.stack.gangs import resolve_gang
+from webapp.stack.gangs import remove_ledger, resolve_gang
 from webapp.stack.redis_server import ping_error, redact
 
 
@@ -53,6 +54,7 @@ class Command(BaseCommand):
             except ValueError as error:
                 raise CommandError(str(error)) from None
             os.environ.update(owned.environment(), NAS_GANG_OWNER=str(os.getpid()))
+            atexit.register(remove_ledger, options["node"], os.getpid())
             self.run_worker(owned.name, {**options, "slots": len(owned.devices) // min(owned.sizes)})
             return
         try:
