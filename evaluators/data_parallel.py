@@ -2,7 +2,8 @@
 devices) -> EvaluationResult``, which never raises, like ``evaluators.evaluate.evaluate``.
 
 It starts one rank per device as a subprocess (``python -m evaluators.gang_rank``; Celery's pool processes are
-daemonic and cannot start ``multiprocessing`` children, celery#1709), rendezvous through a file of a private folder (on this host only), and watches them:
+daemonic and cannot start ``multiprocessing`` children, celery#1709), rendezvous through a file of a private
+folder (on this host only), and watches them:
 
 - rank 0 writes the result (the training itself, and the one-device global batch and learning rate rule, are in
   :mod:`evaluators.gang_rank`); the result's ``device`` lists every device of the gang;
@@ -69,8 +70,8 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
                      startup_seconds: float = 180.0, stall_seconds: float | None = None, threads: int | None = None,
                      poll: float = 0.1) -> EvaluationResult:
     """Train ``genome`` on the ``devices`` of this host (one rank each; ``cpu`` may repeat) and return rank 0's
-    result; never raises. ``on_ranks`` receives the ranks' process ids and the gang's folder once they are started (where
-    ``training.<rank>`` appears after a rank's first step; tests use it);
+    result; never raises. ``on_ranks`` receives the ranks' process ids and the gang's folder once they are
+    started (where ``training.<rank>`` appears after a rank's first step; tests use it);
     ``threads``: PyTorch threads per CPU rank (default: this host's cores shared out among the ranks)."""
     started = time.perf_counter()
     joined = ",".join(devices)
@@ -137,13 +138,16 @@ def _watch(ranks: list[subprocess.Popen], devices: Sequence[str], folder: Path,
         for index in range(len(ranks)):
             if codes[index] is not None:
                 continue
+            if not (folder / f"training.{index}").exists():  # importing torch, loading data, meeting the others
+                if time.perf_counter() - started > startup_seconds:
+                    return "error", (f"rank {index} ({devices[index]}) did not start training within "
+                                     f"{startup_seconds:g} s")
+                continue
             try:
                 quiet = now - (folder / f"alive.{index}").stat().st_mtime
             except FileNotFoundError:
-                quiet = None
-            if quiet is None and time.perf_counter() - started > startup_seconds:
-                return "error", f"rank {index} ({devices[index]}) did not start within {startup_seconds:g} s"
-            if quiet is not None and quiet > stall and time.perf_counter() - started > startup_seconds:
+                continue
+            if quiet > stall:
                 return "error", f"rank {index} ({devices[index]}) made no progress for {quiet:.0f} s: the gang hung"
         if cap is not None and time.perf_counter() - started > cap:
             return "timeout", f"the gang ran past max_seconds {budget.max_seconds:g} s plus {startup_seconds:g} s"

@@ -144,7 +144,8 @@ class Allocator:
         first, rest = min(now or good)
         host = self._place(hosts, first)
         single = plans.get((1, 1))
-        compare = f" instead of ~{single:.3g} s at 1 device each" if single is not None and (first, rest) != (1, 1) else ""
+        compare = (f" instead of ~{single:.3g} s at 1 device each"
+                   if single is not None and (first, rest) != (1, 1) else "")
         what = f"{total} candidate{'s' * (total > 1)} left before the barrier or the end, {devices} devices"
         if host is None:
             reason = (f"wait: {what}; a gang of {first} (the rest {rest} each) is expected to finish them "

@@ -61,3 +61,43 @@ def test_kill_9_of_one_rank_fails_the_evaluation_and_leaves_no_rank():
 def test_bad_input_is_an_invalid_result_before_any_rank_starts(genome, devices, words):
     result = evaluate_on_gang(genome, SPACE, BUDGET, "digits", devices)
     assert result.failure == "invalid" and words in result.message
+
+
+def _when_training(folder: Path, rank: int, action) -> None:
+    def wait() -> None:
+        for _ in range(1200):
+            if (folder / f"training.{rank}").exists():
+                action()
+                return
+            time.sleep(0.1)
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
+def test_the_stop_flag_ends_every_rank_at_the_same_step():
+    folders: list[Path] = []
+
+    def remember(pids: list[int], folder: Path) -> None:
+        folders.append(folder)
+
+    def should_stop() -> bool:
+        return bool(folders) and (folders[0] / "training.0").exists()
+
+    result = evaluate_on_gang(GENOME, SPACE, {**BUDGET, "epochs": 500}, "digits", ["cpu", "cpu"],
+                              should_stop=should_stop, on_ranks=remember, threads=1)
+    assert result.failure == "stopped" and "stop flag" in result.message
+    assert result.device == "cpu,cpu"
+
+
+def test_a_hung_rank_never_hangs_the_worker():
+    seen: dict[str, list[int]] = {}
+
+    def freeze(pids: list[int], folder: Path) -> None:
+        seen["pids"] = pids
+        _when_training(folder, 1, lambda: os.kill(pids[1], signal.SIGSTOP))
+
+    result = evaluate_on_gang(GENOME, SPACE, {**BUDGET, "epochs": 500}, "digits", ["cpu", "cpu"], on_ranks=freeze,
+                              collective_timeout=3, stall_seconds=6, threads=1)
+    assert result.status == "failed" and result.failure in ("error", "rank_lost"), result.message
+    assert "rank" in result.message
+    assert not [pid for pid in seen["pids"] if psutil.pid_exists(pid)]
