@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.result import EvaluationResult
+from nas.allocation.efficiency import gang_duration
 
 #: How a fault name maps to the failure reason a real evaluation gives.
 FAILURES = {"oom": ("oom", "simulated out of memory"), "diverge": ("diverged", "simulated non-finite loss"),
@@ -45,19 +46,22 @@ def draw_duration(config: dict[str, Any], key: str, slowdown: float = 1.0) -> fl
     return value * slowdown
 
 
-def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float | None = None) -> EvaluationResult:
-    """A result like ``evaluators.evaluate.evaluate``'s, after sleeping for the drawn duration."""
+def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float | None = None,
+             gang: int = 1) -> EvaluationResult:
+    """A result like ``evaluators.evaluate.evaluate``'s, after sleeping for the drawn duration; on a ``gang`` of
+    devices ``T(1) / (gang x efficiency(gang))`` with the config's ``efficiency`` (``nas.allocation.efficiency``)."""
     if slowdown is None:
         slowdown = float(os.environ.get("NAS_SIM_SLOWDOWN", "1") or 1)
     faults = config.get("faults", {})
     started = time.perf_counter()
     if key in faults.get("kill", ()) and os.environ.get("NAS_ALLOW_FAULTS") == "1":
         os.kill(os.getpid(), signal.SIGKILL)
-    time.sleep(draw_duration(config, key, slowdown))
+    time.sleep(gang_duration(draw_duration(config, key, slowdown), gang, config.get("efficiency")))
     total = time.perf_counter() - started
+    device = ",".join(["simulated"] * gang)  # a gang records each of its devices
     for fault, (reason, message) in FAILURES.items():
         if key in faults.get(fault, ()):
-            return EvaluationResult.failed(reason, message, timings={"total": total}, device="simulated")
+            return EvaluationResult.failed(reason, message, timings={"total": total}, device=device)
     accuracy = 0.5 + 0.49 * _unit(key, "fitness")
     curve = [
         {"epoch": e, "train_loss": 2.3 * (1 - accuracy * e / epochs) + 0.05, "val_loss": 2.3 * (1 - accuracy * e / epochs),
@@ -71,5 +75,5 @@ def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float 
     return EvaluationResult(
         status="ok", fitness=accuracy,
         metrics=metrics,
-        curve=curve, timings={"build": 0.0, "train": total, "validate": 0.0, "total": total}, device="simulated",
+        curve=curve, timings={"build": 0.0, "train": total, "validate": 0.0, "total": total}, device=device,
     )

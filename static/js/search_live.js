@@ -93,6 +93,7 @@
     const held = summary.held !== undefined ? summary.held : summary.ideal;
     setText("speedup-value", held ? fmt(summary.speedup, 2) + " of " + fmt(held, 1) : "—");
     setText("efficiency-value", held ? fmt(summary.efficiency, 2) : "—");
+    setText("utilisation-value", summary.utilisation != null ? fmt(summary.utilisation, 2) : "—");
   }
 
   // A chart drawn before its first result hides its axes behind a note (an empty date axis spans the year

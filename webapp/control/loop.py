@@ -26,7 +26,7 @@ from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from webapp.control import faults, kept, lease, recording, strategy_store
 from webapp.control.lease import LeaseLost
-from webapp.messaging import messages, signing, transport
+from webapp.messaging import gangs, messages, signing, transport
 from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
 
@@ -68,6 +68,7 @@ class SearchLoop:
         self._live_slots: list[dict[str, Any]] = []
         self._drained = False
         self._clock = accounting.SlotClock(time.time())
+        self._device_clock = accounting.SlotClock(time.time())
         self._accounted = time.time()
         self._handlers = {messages.Started: self._started, messages.Progress: self._progress,
                           messages.Result: self._result, messages.Skipped: self._skipped}
@@ -109,8 +110,10 @@ class SearchLoop:
         search's accounting every few seconds."""
         now = time.time()
         self._clock.sample(now, self._available())
+        self._device_clock.sample(now, self._available_devices())
         if now - self._accounted > ACCOUNT_EVERY:
             with recording.fenced(self.search_id, self.owner) as search:
+                accounting.add_device_time(search.stats, self._device_clock.take())  # saved with the slot time
                 recording.add_slot_time(search, self._clock.take())
             self.search, self._accounted = search, now
 
@@ -118,6 +121,15 @@ class SearchLoop:
         """The live slots of the pool this search can use now: idle ones, and those working for it."""
         return sum(1 for slot in self.live_slots()
                    if not slot.get("current") or slot["current"].get("search") == self.search_id)
+
+    def _available_devices(self) -> float:
+        """As :meth:`_available`, in devices: a gang worker's slot (device ``cpux4``) weighs devices / slots."""
+        total = 0.0
+        for slot in self.live_slots():
+            if not slot.get("current") or slot["current"].get("search") == self.search_id:
+                kind, _, count = str(slot.get("device", "")).partition("x")
+                total += int(count) / max(int(slot.get("slots", 1)), 1) if count.isdigit() else 1.0
+        return total
 
     def _renew(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -268,6 +280,7 @@ class SearchLoop:
         if room <= 0:
             return 0
         candidates = self.strategy.ask(room)
+        self._publish_pending(room, len(candidates))
         if not candidates:
             return 0
         with recording.fenced(self.search_id, self.owner) as search:
@@ -279,6 +292,17 @@ class SearchLoop:
         self.search = search
         self._send(individuals)
         return len(individuals)
+
+    def _publish_pending(self, room: int, asked: int) -> None:
+        """For gang workers' allocators: candidates sent and not started, and how many more before the
+        strategy's next barrier (it gave fewer than asked) or its planned end (``webapp.messaging.gangs``)."""
+        planned = self.strategy.planned()
+        created = Individual.objects.filter(search_id=self.search_id).count()
+        more = 0 if asked < room else (None if planned is None else max(0, planned - created - asked))
+        waiting = self._in_flight().filter(status=Individual.Status.QUEUED).count() + asked
+        if (waiting, more) != getattr(self, "_pending_seen", None):
+            gangs.publish_pending(self.search_id, waiting, more)
+            self._pending_seen = (waiting, more)
 
     def _send_unsent(self) -> None:
         """After a crash between creating individuals and sending them: send those never dispatched."""
@@ -316,7 +340,9 @@ class SearchLoop:
 
     def _end(self, status: str, reason: str) -> str:
         self._clock.sample(time.time(), self._available())
+        self._device_clock.sample(time.time(), self._available_devices())
         with recording.fenced(self.search_id, self.owner) as search:
+            accounting.add_device_time(search.stats, self._device_clock.take())  # saved with the slot time
             recording.add_slot_time(search, self._clock.take())
             broadcast.notify_many(self.search_id, [("search.status", recording.end_search(search, status, reason))])
         log.info("search %s %s %s", self.search_id, status, reason)

@@ -139,6 +139,7 @@ def record_result(search: Search, individual: Individual, message: messages.Resu
     accounting.count_result(
         search.stats, node=individual.node, device=individual.device, slot=individual.slot, ok=result.ok,
         duration=individual.duration, finished=message.finished, nbytes=nbytes,
+        devices=float(payload.metrics.get("gang") or 1),  # a gang held that many devices
     )
     _count_final(search, result)
     return result

@@ -35,7 +35,8 @@ def ms(seconds: float | None) -> float | None:
 
 
 def hover(point: dict[str, Any]) -> str:
-    return f"#{point['number']} {point.get('description') or ''}"
+    held = f" on {point['devices']}" if point.get("devices") else ""  # a gang's devices (evalworker --gang)
+    return f"#{point['number']} {point.get('description') or ''}{held}"
 
 
 #: A trace's per-point arrays. Plotly checks an array value by value (about 0.1 s per 10,000 on this CPU, most

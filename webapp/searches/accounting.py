@@ -77,6 +77,11 @@ class SlotClock:
         return pending
 
 
+def add_device_time(stats: dict[str, Any], device_seconds: float) -> None:
+    """Add device-seconds the search could use (a gang worker's slot weighs its share of the devices)."""
+    stats["device_seconds"] = stats.get("device_seconds", 0.0) + device_seconds
+
+
 def count_packet(stats: dict[str, Any], nbytes: int, resent: int = 0) -> None:
     """One packet of ``nbytes`` sent; ``resent`` of its individuals had been sent before."""
     stats["packets"] += 1
@@ -85,10 +90,11 @@ def count_packet(stats: dict[str, Any], nbytes: int, resent: int = 0) -> None:
 
 
 def count_result(stats: dict[str, Any], *, node: str, device: str, slot: str, ok: bool, duration: float,
-                 finished: float, nbytes: int) -> None:
-    """Add one recorded result."""
+                 finished: float, nbytes: int, devices: float = 1.0) -> None:
+    """Add one recorded result (``devices``: how many it held, a gang's size; a slot counts as one)."""
     stats["done" if ok else "failed"] += 1
     stats["serial"] += duration
+    stats["device_busy"] = stats.get("device_busy", 0.0) + devices * duration
     stats["bytes_received"] += nbytes
     stats["last_finish"] = max(stats["last_finish"] or finished, finished)
     name = f"{node}/{device}"
@@ -125,6 +131,9 @@ def summary(stats: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         "efficiency": min(speedup / held, 1.0) if held > 0 else 0.0, "nodes": nodes, "done": stats["done"],
         "failed": stats["failed"], "packets": stats["packets"], "bytes_sent": stats["bytes_sent"],
         "bytes_received": stats["bytes_received"], "resent": stats.get("resent", 0),
+        # device-seconds busy / device-seconds available (gangs: seed 003); None before it is measured
+        "utilisation": (min(stats.get("device_busy", 0.0) / stats["device_seconds"], 1.0)
+                        if stats.get("device_seconds") else None),
     }
 
 

@@ -72,6 +72,7 @@ def individual_event(individual: Individual) -> dict[str, Any]:
         "operator": individual.operator, "node": individual.node, "device": individual.device, "slot": individual.slot,
         "failure": individual.failure, "attempts": individual.attempts,
         "params": (individual.metrics or {}).get("params"),
+        "devices": (individual.metrics or {}).get("devices"),  # the gang it held (evalworker --gang), else None
         "dispatched": individual.dispatched.timestamp() if individual.dispatched else None,
         "started": individual.started.timestamp() if individual.started else None,
         "finished": individual.finished.timestamp() if individual.finished else None,

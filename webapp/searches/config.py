@@ -25,6 +25,7 @@ from evaluators import budget
 from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
+from webapp.searches.gangs import check_gang_fields
 
 DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
 #: Evaluation pools are the queues evaluation workers serve: ``eval`` or ``eval.<name>`` (never ``control``).
@@ -115,10 +116,13 @@ def check_evaluation(data: Any) -> dict[str, Any]:
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency"])
-        return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS), **check_latency(data.get("latency"))}
-    data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults", "latency"])
-    checked = {"mode": mode, **_fields("evaluation", data, SIMULATED_FIELDS), **check_latency(data.get("latency"))}
+        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency", "devices"])
+        return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS), **check_latency(data.get("latency")),
+                **_gangs(data, False)}
+    data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults", "latency", "devices",
+                                         "efficiency"])
+    checked = {"mode": mode, **_fields("evaluation", data, SIMULATED_FIELDS), **check_latency(data.get("latency")),
+               **_gangs(data, True)}
     checked["distribution"] = _choice("evaluation.distribution", data.get("distribution", "fixed"), DISTRIBUTIONS)
     faults = data.get("faults", {})
     if not isinstance(faults, dict) or not all(
@@ -144,6 +148,16 @@ def _check_objectives_measured(strategy: dict[str, Any], evaluation: dict[str, A
     if "latency" in names and "latency" not in evaluation:
         raise ConfigError("evaluation.latency", "the objective latency needs the latency measured: set "
                                                 "evaluation.latency, e.g. {\"batch\": 1, \"repeats\": 10}")
+
+
+def _gangs(data: dict[str, Any], simulated: bool) -> dict[str, Any]:
+    """``evaluation.devices`` and the simulated ``evaluation.efficiency`` (``webapp.searches.gangs``)."""
+    try:
+        return check_gang_fields(data, simulated)
+    except ValueError as error:
+        text = str(error)
+        field = "evaluation.efficiency" if "efficiency" in text else "evaluation.devices"
+        raise ConfigError(field, text.replace("`evaluation.efficiency` ", "")) from None
 
 
 def check_pool(value: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 import traceback
 from typing import Any
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 def run_evaluator(individual: dict[str, Any]) -> EvaluationResult:
     """The evaluation itself: simulated, or trained with PyTorch (imported only here, once per process)."""
     evaluation = individual["evaluation"]
+    if os.environ.get("NAS_GANG_DEVICES"):  # a worker owning several devices (evalworker --gang)
+        from webapp.worker.gang import evaluate_individual_on_gang
+
+        return evaluate_individual_on_gang(individual)
     if evaluation.get("mode") == "simulated":
         from evaluators.simulated import simulate
 

@@ -4,6 +4,7 @@ One device: this process is the Celery worker pinned to it. Several (``--device 
 ``--device cuda:0,cuda:1``): one such worker per device, supervised by this process. Workers need Redis and the
 code only; no database settings.
 """
+import atexit
 import os
 import socket
 import sys
@@ -15,6 +16,7 @@ from webapp.celery import app
 from webapp.searches.config import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
+from webapp.stack.gangs import remove_ledger, resolve_gang
 from webapp.stack.redis_server import ping_error, redact
 
 
@@ -28,6 +30,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--device", default="cpu",
                             help="cpu, cuda:N, a comma-separated list, or all (every GPU, else the CPU); default cpu")
+        parser.add_argument("--gang", help="train one candidate on several of the --device list at once (data "
+                                           "parallel): auto (the allocator picks 1, 2, 4, ...) or a fixed size")
         parser.add_argument("--slots", type=int, default=1, help="evaluations run at once per device (default 1)")
         parser.add_argument("--pool", default="eval", help="the shared queue to pull from: eval (the default) or "
                                                            "eval.<name>, e.g. eval.a100")
@@ -42,6 +46,17 @@ class Command(BaseCommand):
             raise CommandError(f"--pool must be {POOL_RULE} (got {options['pool']!r})")
         if options["redis"]:
             self.use_redis(options["redis"])
+        if options["gang"] is not None:
+            if options["slots"] != 1:
+                raise CommandError("--slots applies to workers without --gang (a gang worker runs one rank per device)")
+            try:
+                owned = resolve_gang(options["device"], options["gang"])
+            except ValueError as error:
+                raise CommandError(str(error)) from None
+            os.environ.update(owned.environment(), NAS_GANG_OWNER=str(os.getpid()))
+            atexit.register(remove_ledger, options["node"], os.getpid())
+            self.run_worker(owned.name, {**options, "slots": len(owned.devices) // min(owned.sizes)})
+            return
         try:
             devices = resolve_devices(options["device"])
         except ValueError as error:

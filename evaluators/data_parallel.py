@@ -1,0 +1,172 @@
+"""One evaluation on a gang of devices of this host: ``evaluate_on_gang(genome, space, training, dataset,
+devices) -> EvaluationResult``, which never raises, like ``evaluators.evaluate.evaluate``.
+
+It starts one rank per device as a subprocess (``python -m evaluators.gang_rank``; Celery's pool processes are
+daemonic and cannot start ``multiprocessing`` children, celery#1709), rendezvous through a file of a private
+folder (on this host only), and watches them:
+
+- rank 0 writes the result (the training itself, and the one-device global batch and learning rate rule, are in
+  :mod:`evaluators.gang_rank`); the result's ``device`` lists every device of the gang;
+- ``should_stop()`` (polled) sets the stop flag every rank sees at its next step;
+- a rank that dies (killed, crashed) fails the whole evaluation at once: the others are killed and the result is
+  ``rank_lost`` (killed by a signal: worth another attempt) or ``error``/``oom`` with the rank's last line;
+- a rank that stops making progress for ``stall_seconds`` (a hung collective outlives its ``collective_timeout``)
+  or never starts within ``startup_seconds`` fails it too; no rank is ever left behind (each is also tied to this
+  process's life with ``PR_SET_PDEATHSIG``).
+
+Imports no torch: the worker that calls it stays light, the ranks load PyTorch themselves.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from evaluators.budget import TrainingBudget
+from evaluators.result import EvaluationResult, MalformedResult
+from nas.spaces import space_from_config, space_to_config
+from nas.spaces.base import SearchSpace
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A rank killed by a signal lost its attempt, not the candidate: the worker may try again (``NAS_MAX_ATTEMPTS``).
+RANK_LOST = "rank_lost"
+
+
+def devices_of(result: EvaluationResult) -> list[str]:
+    """The devices an evaluation held, from its result's ``device`` (``cpu,cpu`` for a gang of two CPU ranks)."""
+    return [part for part in result.device.split(",") if part] or [""]
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip()[:500] if lines else ""
+
+
+def _death(rank: int, device: str, code: int, stderr: Path) -> tuple[str, str]:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return RANK_LOST, f"rank {rank} ({device}) of the gang was killed by {name}; the gang was stopped"
+    line = _last_line(stderr)
+    reason = "oom" if "out of memory" in line.lower() else "error"
+    return reason, f"rank {rank} ({device}) of the gang exited with code {code}: {line or 'no message'}"
+
+
+def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training: dict[str, Any] | TrainingBudget | None,
+                     dataset: str, devices: Sequence[str], *, should_stop: Callable[[], bool] | None = None,
+                     on_ranks: Callable[[list[int], Path], None] | None = None, collective_timeout: float = 60.0,
+                     startup_seconds: float = 180.0, stall_seconds: float | None = None, threads: int | None = None,
+                     poll: float = 0.1) -> EvaluationResult:
+    """Train ``genome`` on the ``devices`` of this host (one rank each; ``cpu`` may repeat) and return rank 0's
+    result; never raises. ``on_ranks`` receives the ranks' process ids and the gang's folder once they are
+    started (where ``training.<rank>`` appears after a rank's first step; tests use it);
+    ``threads``: PyTorch threads per CPU rank (default: this host's cores shared out among the ranks)."""
+    started = time.perf_counter()
+    joined = ",".join(devices)
+    try:
+        budget = training if isinstance(training, TrainingBudget) else TrainingBudget.from_dict(training)
+        space_config = space if isinstance(space, dict) else space_to_config(space)
+        space_from_config(space_config).validate(genome)
+        if not devices:
+            raise ValueError("a gang needs at least one device")
+        if len({d.split(":")[0] for d in devices}) > 1:
+            raise ValueError(f"a gang's devices must be all cpu or all cuda:N (got {joined})")
+    except (ValueError, TypeError, KeyError) as error:
+        return EvaluationResult.failed("invalid", str(error), device=joined)
+    folder = Path(tempfile.mkdtemp(prefix="nas-gang-"))
+    job = {"genome": genome, "space": space_config, "training": budget.to_dict(), "dataset": dataset,
+           "devices": list(devices), "parent": os.getpid(),
+           "collective_timeout": collective_timeout,
+           "threads": threads or max(1, (os.cpu_count() or 1) // len(devices))}
+    (folder / "job.json").write_text(json.dumps(job))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(job["threads"])}
+    ranks: list[subprocess.Popen] = []
+    stall = stall_seconds if stall_seconds is not None else collective_timeout + 30.0
+    try:
+        for rank in range(len(devices)):
+            with open(folder / f"stdout.{rank}", "wb") as out, open(folder / f"stderr.{rank}", "wb") as err:
+                ranks.append(subprocess.Popen([sys.executable, "-m", "evaluators.gang_rank", str(folder / "job.json"),
+                                               str(rank)], cwd=ROOT, env=env, stdout=out, stderr=err,
+                                              stdin=subprocess.DEVNULL, start_new_session=True))
+        if on_ranks is not None:
+            on_ranks([rank.pid for rank in ranks], folder)
+        failure = _watch(ranks, devices, folder, should_stop, started, budget, startup_seconds, stall, poll)
+    finally:
+        _kill(ranks)
+    total = time.perf_counter() - started
+    try:
+        if failure is None:
+            result = EvaluationResult.from_dict(json.loads((folder / "result.json").read_text()))
+            return result.with_fields(timings={**result.timings, "total": total})
+        return EvaluationResult.failed(failure[0], failure[1], device=joined, timings={"total": total})
+    except (OSError, ValueError, MalformedResult) as error:
+        return EvaluationResult.failed("error", f"rank 0 left no readable result: {error}", device=joined,
+                                       timings={"total": total})
+    finally:
+        for path in folder.iterdir():
+            path.unlink(missing_ok=True)
+        folder.rmdir()
+
+
+def _watch(ranks: list[subprocess.Popen], devices: Sequence[str], folder: Path,
+           should_stop: Callable[[], bool] | None, started: float, budget: TrainingBudget, startup_seconds: float,
+           stall: float, poll: float) -> tuple[str, str] | None:
+    """Wait for every rank to end; the failure (reason, message) when one dies, stalls or never starts."""
+    cap = None if budget.max_seconds is None else budget.max_seconds + startup_seconds
+    stopping = False
+    while True:
+        codes = [rank.poll() for rank in ranks]
+        for index, code in enumerate(codes):
+            if code not in (None, 0):
+                return _death(index, devices[index], code, folder / f"stderr.{index}")
+        if all(code == 0 for code in codes):
+            return None
+        now = time.time()
+        for index in range(len(ranks)):
+            if codes[index] is not None:
+                continue
+            if not (folder / f"training.{index}").exists():  # importing torch, loading data, meeting the others
+                if time.perf_counter() - started > startup_seconds:
+                    return "error", (f"rank {index} ({devices[index]}) did not start training within "
+                                     f"{startup_seconds:g} s")
+                continue
+            try:
+                quiet = now - (folder / f"alive.{index}").stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if quiet > stall:
+                return "error", f"rank {index} ({devices[index]}) made no progress for {quiet:.0f} s: the gang hung"
+        if cap is not None and time.perf_counter() - started > cap:
+            return "timeout", f"the gang ran past max_seconds {budget.max_seconds:g} s plus {startup_seconds:g} s"
+        if not stopping and should_stop is not None and should_stop():
+            (folder / "stop").touch()  # every rank learns it at its next step
+            stopping = True
+        time.sleep(poll)
+
+
+def _kill(ranks: list[subprocess.Popen]) -> None:
+    """SIGKILL every rank still running (its whole session) and reap them all."""
+    for rank in ranks:
+        if rank.poll() is None:
+            try:
+                os.killpg(rank.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                rank.kill()
+    for rank in ranks:
+        try:
+            rank.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass

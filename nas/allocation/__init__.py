@@ -1,0 +1,25 @@
+"""Gangs of devices per evaluation and the allocator that sizes them (seed 003's two levels of parallelism).
+
+- :mod:`~nas.allocation.efficiency`: ``T(g) = T(1) / (g x efficiency(g))`` and the gang sizes a worker allows.
+- :mod:`~nas.allocation.model`: the throughput per (host, gang size), learned from measured durations.
+- :mod:`~nas.allocation.policy`: the choice per dispatch, with its reason in words.
+
+Pure Python and numpy: the control loop, the benchmarks and the tests use it without torch.
+"""
+from __future__ import annotations
+
+from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
+from nas.allocation.model import ThroughputModel
+from nas.allocation.policy import Allocation, Allocator, HostState, Pending
+
+__all__ = [
+    "Allocation",
+    "Allocator",
+    "HostState",
+    "Pending",
+    "ThroughputModel",
+    "check_efficiency",
+    "efficiency",
+    "gang_duration",
+    "gang_sizes",
+]

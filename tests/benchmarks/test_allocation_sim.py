@@ -1,0 +1,38 @@
+"""The allocation benchmark's simulation (``benchmarks/allocation_sim.py``) and the simulated evaluator's gangs."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.allocation_sim import Scenario, simulate_search
+from evaluators.simulated import draw_duration, simulate
+
+TAIL = Scenario("tail", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=0.0,
+                efficiency=0.95)
+
+
+def test_every_split_evaluates_the_same_search_and_accounts_devices():
+    fixed = simulate_search(TAIL, 8, 1)
+    auto = simulate_search(TAIL, 8, "auto")
+    assert fixed.evaluations == auto.evaluations > 0
+    assert set(fixed.gangs) == {1}
+    for outcome in (fixed, auto):
+        assert 0 < outcome.utilisation(8) <= 1.0 + 1e-9
+        assert outcome.speedup() <= 8.0 + 1e-9
+
+
+def test_auto_gives_a_generation_tail_more_devices_and_finishes_sooner():
+    # 6 candidates per generation on 8 devices: one device each leaves 2 idle; auto uses them
+    fixed = simulate_search(TAIL, 8, 1)
+    auto = simulate_search(TAIL, 8, "auto")
+    assert max(auto.gangs) > 1
+    assert auto.makespan < fixed.makespan
+
+
+def test_simulated_gang_takes_t1_over_g_times_efficiency(monkeypatch):
+    slept = []
+    monkeypatch.setattr("evaluators.simulated.time.sleep", slept.append)
+    config = {"duration": 2.0, "efficiency": 0.5}
+    result = simulate("k", config, gang=4)
+    assert slept == [pytest.approx(draw_duration(config, "k") / (4 * 0.25))]
+    assert result.device.split(",") == ["simulated"] * 4
+    assert simulate("k", config).device == "simulated"

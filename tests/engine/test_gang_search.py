@@ -1,0 +1,76 @@
+"""A search on a gang worker (``evalworker --device cpu,cpu,cpu,cpu --gang auto``), simulated evaluations: the
+allocator gives a generation's tail more devices each, and every individual records its devices and the reason."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ProcessLog, manage
+from tests.engine.conftest import finished, launched
+from webapp.searches.models import Individual, Search
+
+pytestmark = pytest.mark.integration
+
+
+def gang_config(devices) -> dict:
+    return {
+        "space": {"name": "chain", "max_layers": 6},
+        "strategy": {"name": "generational", "seed": 1, "params": {"population": 6, "generations": 2}},
+        "training": {"epochs": 2},
+        "evaluation": {"mode": "simulated", "duration": 0.4, "efficiency": 0.95, "devices": devices},
+    }
+
+
+def gang_worker(stack, gang: str) -> ProcessLog:
+    argv = manage("evalworker", "--device", "cpu,cpu,cpu,cpu", "--gang", gang, "--node", "gangnode")
+    process = ProcessLog(argv, stack.env())
+    stack.processes.append(process)
+    process.wait_for("ready.", timeout=60)
+    return process
+
+
+def test_auto_gives_the_generation_tail_more_devices_and_records_why(stack):
+    gang_worker(stack, "auto")
+    stack.control()
+    search = finished(launched("gangs auto", gang_config("auto")).pk, timeout=120)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = list(Individual.objects.filter(search=search))
+    assert individuals and all(i.status == Individual.Status.DONE for i in individuals)
+    gangs = [int(i.metrics["gang"]) for i in individuals]
+    assert max(gangs) > 1  # 6 candidates per generation on 4 devices: the tail takes more than one each
+    for individual in individuals:
+        assert len(individual.metrics["devices"].split(",")) == int(individual.metrics["gang"])
+        assert individual.metrics["allocation"].split(":")[0] in ("tail", "throughput", "wait")
+        assert individual.device == "cpux4" and individual.node == "gangnode"
+    utilisation = Search.objects.get(pk=search.pk).stats
+    assert utilisation.get("device_seconds", 0) > 0 and utilisation.get("device_busy", 0) > 0
+
+
+def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):
+    gang_worker(stack, "auto")
+    stack.control()
+    search = finished(launched("gangs fixed", gang_config(2)).pk, timeout=120)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = list(Individual.objects.filter(search=search))
+    assert individuals and {i.metrics["gang"] for i in individuals} == {"2"}
+    assert all(i.metrics["allocation"].startswith("fixed") for i in individuals)
+
+
+def test_device_utilisation_counts_a_gang_as_its_devices():
+    from webapp.searches import accounting
+
+    stats = accounting.new_stats(0.0)
+    accounting.count_result(stats, node="n", device="cpux4", slot="n/cpux4/0", ok=True, duration=10.0, finished=10.0,
+                            nbytes=0, devices=4)
+    accounting.count_result(stats, node="n", device="cpux4", slot="n/cpux4/1", ok=True, duration=10.0, finished=10.0,
+                            nbytes=0)
+    assert accounting.summary(stats)["utilisation"] is None  # nothing available measured yet
+    accounting.add_device_time(stats, 100.0)
+    assert accounting.summary(stats)["utilisation"] == pytest.approx(0.5)  # (4 x 10 + 1 x 10) / 100
+
+
+def test_the_timeline_names_the_devices_a_gang_held():
+    from webapp.dashboard import charts
+
+    point = {"number": 3, "description": "chain", "devices": "cuda:0,cuda:1"}
+    assert charts.hover(point) == "#3 chain on cuda:0,cuda:1"
+    assert charts.hover({"number": 3, "description": "chain", "devices": None}) == "#3 chain"

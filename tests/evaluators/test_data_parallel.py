@@ -1,0 +1,103 @@
+"""A gang of CPU ranks (gloo, ranks started as subprocesses): the same accuracy as one rank with the same seed
+and global batch, the devices recorded, and a rank killed mid-training fails the evaluation with no rank left."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from evaluators.data_parallel import RANK_LOST, devices_of, evaluate_on_gang
+from tests.evaluators.conftest import TINY
+
+GENOME, SPACE = TINY["chain"]
+BUDGET = {"epochs": 6, "batch_size": 64, "seed": 1}
+
+
+def test_two_ranks_reach_the_one_rank_accuracy_and_record_both_devices():
+    one = evaluate_on_gang(GENOME, SPACE, BUDGET, "digits", ["cpu"], threads=1)
+    two = evaluate_on_gang(GENOME, SPACE, BUDGET, "digits", ["cpu", "cpu"], threads=1)
+    assert one.ok and two.ok, (one.message, two.message)
+    assert one.fitness > 0.9
+    assert abs(two.fitness - one.fitness) <= 0.02
+    assert devices_of(two) == ["cpu", "cpu"] and devices_of(one) == ["cpu"]
+    assert two.metrics["batch_size"] == one.metrics["batch_size"] == 64  # the same global batch
+    assert len(two.curve) == BUDGET["epochs"]
+
+
+def test_kill_9_of_one_rank_fails_the_evaluation_and_leaves_no_rank():
+    seen: dict[str, object] = {}
+
+    def killer(pids: list[int], folder: Path) -> None:
+        seen["pids"] = pids
+
+        def kill_when_training() -> None:
+            for _ in range(1200):  # until rank 1 has taken its first step (at most two minutes)
+                if (folder / "training.1").exists():
+                    os.kill(pids[1], signal.SIGKILL)
+                    seen["killed"] = True
+                    return
+                time.sleep(0.1)
+
+        threading.Thread(target=kill_when_training, daemon=True).start()
+
+    long = {**BUDGET, "epochs": 500}
+    result = evaluate_on_gang(GENOME, SPACE, long, "digits", ["cpu", "cpu"], on_ranks=killer, threads=1)
+    assert seen.get("killed"), result.message
+    assert result.status == "failed" and result.failure == RANK_LOST
+    assert "rank 1 (cpu)" in result.message and "SIGKILL" in result.message
+    assert not [pid for pid in seen["pids"] if psutil.pid_exists(pid)]
+
+
+@pytest.mark.parametrize("genome, devices, words", [
+    ({"layers": []}, ["cpu", "cpu"], "layers"),
+    (GENOME, ["cpu", "cuda:0"], "all cpu or all cuda"),
+    (GENOME, [], "at least one device"),
+])
+def test_bad_input_is_an_invalid_result_before_any_rank_starts(genome, devices, words):
+    result = evaluate_on_gang(genome, SPACE, BUDGET, "digits", devices)
+    assert result.failure == "invalid" and words in result.message
+
+
+def _when_training(folder: Path, rank: int, action) -> None:
+    def wait() -> None:
+        for _ in range(1200):
+            if (folder / f"training.{rank}").exists():
+                action()
+                return
+            time.sleep(0.1)
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
+def test_the_stop_flag_ends_every_rank_at_the_same_step():
+    folders: list[Path] = []
+
+    def remember(pids: list[int], folder: Path) -> None:
+        folders.append(folder)
+
+    def should_stop() -> bool:
+        return bool(folders) and (folders[0] / "training.0").exists()
+
+    result = evaluate_on_gang(GENOME, SPACE, {**BUDGET, "epochs": 500}, "digits", ["cpu", "cpu"],
+                              should_stop=should_stop, on_ranks=remember, threads=1)
+    assert result.failure == "stopped" and "stop flag" in result.message
+    assert result.device == "cpu,cpu"
+
+
+def test_a_hung_rank_never_hangs_the_worker():
+    seen: dict[str, list[int]] = {}
+
+    def freeze(pids: list[int], folder: Path) -> None:
+        seen["pids"] = pids
+        _when_training(folder, 1, lambda: os.kill(pids[1], signal.SIGSTOP))
+
+    result = evaluate_on_gang(GENOME, SPACE, {**BUDGET, "epochs": 500}, "digits", ["cpu", "cpu"], on_ranks=freeze,
+                              collective_timeout=3, stall_seconds=6, threads=1)
+    assert result.status == "failed" and result.failure in ("error", "rank_lost"), result.message
+    assert "rank" in result.message
+    assert not [pid for pid in seen["pids"] if psutil.pid_exists(pid)]

@@ -1,0 +1,159 @@
+"""The gang worker's side (``evalworker --device a,b,... --gang auto|N``): which of its devices an evaluation
+gets, and running it on them.
+
+The worker's pool processes share the host's devices through a ledger of claim files (one per device, created
+exclusively, naming the claiming process; a claim whose process is gone is taken over). The gang size comes from
+the search's ``evaluation.devices``: a number (the largest size this worker allows up to it), or ``auto``: the
+allocator (``nas.allocation``) decides here, when the worker pulls the candidate, from what it knows exactly (its
+free devices now) and what the loop publishes (candidates waiting, how many more before a barrier or the end), with
+the search's throughput model kept in Redis and updated by every evaluation that ends. The choice and its reason
+go into the result's metrics (``devices``, ``gang``, ``allocation``), so the individual records them.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evaluators.result import EvaluationResult
+from nas.allocation import Allocation, Allocator, HostState
+from webapp.messaging import gangs, transport
+from webapp.worker import slots
+
+log = logging.getLogger(__name__)
+
+class Ledger:
+    """Which of this worker's devices are held, shared by its pool processes through claim files."""
+
+    def __init__(self, devices: list[str], folder: Path) -> None:
+        self.devices = devices
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def _holder(self, index: int) -> int | None:
+        try:
+            pid = int((self.folder / f"device.{index}").read_text() or 0)
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            (self.folder / f"device.{index}").unlink(missing_ok=True)  # its holder died: the device is free
+            return None
+        except PermissionError:
+            pass
+        return pid
+
+    def free(self) -> list[int]:
+        return [index for index in range(len(self.devices)) if self._holder(index) is None]
+
+    def claim(self, count: int) -> list[int] | None:
+        """``count`` devices for this process, or ``None`` (and nothing held) when fewer are free."""
+        held: list[int] = []
+        for index in self.free():
+            try:
+                fd = os.open(self.folder / f"device.{index}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "w") as claim:
+                claim.write(str(os.getpid()))
+            held.append(index)
+            if len(held) == count:
+                return held
+        self.release(held)
+        return None
+
+    def release(self, indices: list[int]) -> None:
+        for index in indices:
+            (self.folder / f"device.{index}").unlink(missing_ok=True)
+
+
+def ledger() -> Ledger:
+    devices = os.environ["NAS_GANG_DEVICES"].split(",")
+    name = f"nas-gang-{os.environ.get('NAS_NODE', 'node')}-{os.environ.get('NAS_GANG_OWNER', os.getppid())}"
+    return Ledger(devices, Path(tempfile.gettempdir()) / name)
+
+
+def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> Allocation:
+    """The gang for ``individual`` on this worker: fixed by ``evaluation.devices``, or the allocator's."""
+    wanted = individual["evaluation"].get("devices", "auto")
+    if wanted != "auto":
+        fitting = [size for size in sizes if size <= int(wanted)] or [min(sizes)]
+        gang = max(fitting)
+        note = "" if gang == int(wanted) else f" (this worker allows {', '.join(map(str, sizes))})"
+        return Allocation(host, gang, f"fixed: evaluation.devices is {wanted}{note}", "fixed")
+    free = len(book.free())
+    state = HostState(host, sizes, len(book.devices), free)
+    return Allocator(gangs.load_model(individual["search"])).choose([state], gangs.read_pending(individual["search"]))
+
+
+def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str], int], EvaluationResult],
+                poll: float = 0.2) -> EvaluationResult:
+    """Claim the devices the allocation asks for (waiting while others hold them), run ``evaluate(devices, gang)``,
+    release them, and record the choice in the result."""
+    book = ledger()
+    sizes = tuple(int(s) for s in os.environ["NAS_GANG_SIZES"].split(","))
+    host = os.environ.get("NAS_NODE", "node")
+    search_id = individual["search"]
+    while True:
+        choice = choose(individual, sizes, book, host)
+        gang = choice.gang if choice.host is not None else min(sizes)
+        held = book.claim(gang) if choice.host is not None else None
+        if held is not None:
+            break
+        if transport.is_stopped(search_id):
+            return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
+        time.sleep(poll)
+    devices = ",".join(book.devices[index] for index in held)
+    slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
+                       "devices": devices, "gang": gang})  # the nodes page shows the gang it holds
+    started = time.perf_counter()
+    try:
+        result = evaluate([book.devices[index] for index in held], gang)
+    finally:
+        book.release(held)
+    if result.ok:
+        gangs.record_duration(search_id, host, gang, time.perf_counter() - started)
+    return result.with_fields(metrics={**result.metrics, "devices": devices, "gang": str(gang),
+                                       "allocation": choice.reason[:300]})
+
+
+def evaluate_individual_on_gang(individual: dict[str, Any]) -> EvaluationResult:
+    """``runner.run_evaluator`` on a gang worker: simulated (``T(1) / (g x efficiency(g))``), one device in this
+    process, or several through ``evaluators.data_parallel`` (a rank killed by a signal is retried, up to
+    ``NAS_MAX_ATTEMPTS`` runs in all)."""
+    from django.conf import settings
+
+    evaluation = individual["evaluation"]
+    epochs = individual["training"].get("epochs", 3)
+
+    def run(devices: list[str], gang: int) -> EvaluationResult:
+        if evaluation.get("mode") == "simulated":
+            from evaluators.simulated import simulate
+
+            return simulate(individual["key"], evaluation, epochs=epochs, gang=gang)
+        if gang == 1:
+            from evaluators.evaluate import evaluate
+            from webapp.worker import artifacts
+
+            return artifacts.evaluate_and_keep(evaluate, individual, devices[0])
+        from evaluators.data_parallel import RANK_LOST, evaluate_on_gang
+
+        lost: list[str] = []
+        for _ in range(max(1, settings.NAS_MAX_ATTEMPTS)):
+            result = evaluate_on_gang(individual["genome"], individual["space"], individual["training"],
+                                      individual["dataset"], devices,
+                                      should_stop=lambda: transport.is_stopped(individual["search"]))
+            if result.failure != RANK_LOST:
+                break
+            lost.append(result.message)
+            log.warning("individual %s: %s; trying again", individual["individual"], result.message)
+        if lost:  # the individual keeps what happened to its earlier attempts
+            result = result.with_fields(metrics={**result.metrics, "rank_lost": " | ".join(lost)[:500]})
+        return result
+
+    return run_on_gang(individual, run)
