@@ -48,11 +48,13 @@ class WeightRun:
     sigma_rate: float | None = None  # SNES only; None: SNES's default for the network's size
 
     @classmethod
-    def from_config(cls, weights: dict[str, Any]) -> WeightRun:
-        """From the ``weights`` section of a checked configuration (``webapp.searches.weights_config``)."""
+    def from_config(cls, config: dict[str, Any]) -> WeightRun:
+        """From a checked weight-search configuration (``webapp.searches.weights_config``): its ``network``,
+        ``dataset`` and ``weights`` sections."""
+        weights = config["weights"]
         es = ESConfig(weights["algorithm"], weights["population"], weights["sigma"], weights["mirrored"],
                       weights["seed"])
-        return cls(weights["network"], weights["dataset"], es, weights["optimizer"], weights["learning_rate"],
+        return cls(config["network"], config["dataset"], es, weights["optimizer"], weights["learning_rate"],
                    weights["fitness"], weights["batch_size"], weights.get("sigma_rate"))
 
 
