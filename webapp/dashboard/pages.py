@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, charts, csp, display
+from webapp.dashboard import architecture, charts, csp, display, weights_pages
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
 from webapp.searches.models import Search
@@ -106,6 +106,8 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
 @csp.allow_eval  # its charts are WebGL
 def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
+    if search.config.get("kind") == "weights":  # seed 001: its own page (webapp.dashboard.weights_pages)
+        return weights_pages.detail(request, search)
     if search.status == Search.Status.DRAFT:
         return redirect("search-edit", search_id=search.pk)
     return render(request, "dashboard/search_detail.html", {

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.dashboard import api, assets, downloads, pages
+from webapp.dashboard import api, assets, downloads, pages, weights_pages
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -26,5 +26,6 @@ urlpatterns = [
     path("api/searches/<int:search_id>/events/", api.events, name="api-events"),
     path("api/searches/<int:search_id>/individuals/", api.individuals, name="api-individuals"),
     path("api/searches/<int:search_id>/pareto/", api.pareto, name="api-pareto"),
+    path("api/searches/<int:search_id>/weights/", weights_pages.figures, name="api-weights"),
     path("api/searches/<int:search_id>/<str:action>/", api.action, name="api-action"),
 ]

@@ -1,0 +1,54 @@
+"""A weight search's page and figures (seed 001): per-generation fitness and accuracy, bytes, time split."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from webapp.dashboard import weights_charts
+from webapp.searches.models import WeightGeneration, WeightState
+from webapp.services import lifecycle
+
+pytestmark = pytest.mark.django_db
+CONFIG = {"kind": "weights", "network": {"kind": "mlp", "layers": [64, 32, 10]}, "weights": {"generations": 5}}
+
+
+def rows(count: int) -> list[dict]:
+    return [{"number": g, "best": -0.5 + 0.1 * g, "mean": -1.0 + 0.1 * g, "worst": -2.0, "validation_accuracy":
+             0.5 + 0.05 * g, "workers": 2, "evaluated": {"alpha": 32, "beta": 32},
+             "traffic": {"bytes_up": 100, "bytes_down": 200, "bytes": 300, "model_bytes": 280, "weights_bytes": 6e5},
+             "timings": {"evaluate": 0.2, "gather": 0.05, "gradient": 0.01, "update": 0.02, "total": 0.28}}
+            for g in range(count)]
+
+
+def test_figures_have_a_point_per_generation():
+    figures = weights_charts.weight_figures(rows(3))
+    fitness = figures["chart-weights-fitness"]["data"]
+    assert [trace["name"] for trace in fitness] == ["best", "mean", "worst", "validation accuracy"]
+    assert fitness[3]["y"] == [0.5, 0.55, 0.6] and fitness[3]["yaxis"] == "y2"
+    traffic = {trace["name"]: trace["y"] for trace in figures["chart-weights-traffic"]["data"]}
+    assert traffic["sent"] == [100] * 3 and traffic["population's weights"] == [6e5] * 3
+    timings = figures["chart-weights-timings"]
+    assert [trace["name"] for trace in timings["data"]] == list(weights_charts.PHASES)
+    assert timings["layout"]["barmode"] == "stack"
+    nodes = figures["chart-weights-nodes"]["data"][0]
+    assert nodes["x"] == ["alpha", "beta"] and nodes["y"] == [96, 96]
+    empty = weights_charts.weight_figures([])
+    assert empty["chart-weights-fitness"]["layout"]["annotations"][0]["text"] == "No results yet"
+
+
+def test_the_page_and_json_of_a_weight_search(owner_client, users, client):
+    search = lifecycle.create_search(users["owner"], "es", CONFIG)
+    for row in rows(2):
+        WeightGeneration.objects.create(search=search, **row)
+    WeightState.objects.create(search=search, generation=2, digest="d", data=b"x", validation_accuracy=0.55)
+    html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
+    for element in ("chart-weights-fitness", "chart-weights-traffic", "chart-weights-timings", "chart-weights-nodes",
+                    "launch-button", "stop-button", "resume-button", "clone-button", "weights-figures"):
+        assert f'id="{element}"' in html
+    assert "2/5" in html and "0.5500" in html
+    body = json.loads(owner_client.get(reverse("api-weights", args=[search.pk])).content)
+    assert body["summary"]["generation"] == 2 and len(body["figures"]["chart-weights-fitness"]["data"][0]["x"]) == 2
+    client.force_login(users["other"])
+    assert client.get(reverse("api-weights", args=[search.pk])).status_code == 404

@@ -1,0 +1,47 @@
+"""The page and JSON of a weight search (seed 001): its generations as figures. Thin views over the stored
+``WeightGeneration`` rows; no torch (the web process never loads it)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from webapp.dashboard.access import owned_search
+from webapp.dashboard.weights_charts import weight_figures
+from webapp.searches.models import Search, WeightGeneration, WeightState
+
+FIELDS = ("number", "best", "mean", "worst", "validation_accuracy", "workers", "evaluated", "traffic", "timings")
+
+
+def generations(search: Search) -> list[dict[str, Any]]:
+    return list(WeightGeneration.objects.filter(search=search).order_by("number").values(*FIELDS))
+
+
+def summary(search: Search, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    state = WeightState.objects.filter(search=search).only("generation", "validation_accuracy").first()
+    return {"status": search.status, "generation": state.generation if state else 0,
+            "generations": search.config["weights"]["generations"],
+            "validation_accuracy": state.validation_accuracy if state else None,
+            "last": rows[-1] if rows else None}
+
+
+def detail(request: HttpRequest, search: Search) -> HttpResponse:
+    """The page of a weight search (drafts too: this kind has no architecture form to edit it in)."""
+    rows = generations(search)
+    return render(request, "dashboard/weights_detail.html", {
+        "search": search, "summary": summary(search, rows), "config_json": json.dumps(search.config, indent=2),
+        "figures": weight_figures(rows),
+    })
+
+
+@login_required
+def figures(request: HttpRequest, search_id: int) -> JsonResponse:
+    """The figures and progress of a weight search, for the page's refresh."""
+    search = owned_search(request, search_id)
+    if search.config.get("kind") != "weights":
+        return JsonResponse({"error": f"search {search_id} is not a weight search"}, status=400)
+    rows = generations(search)
+    return JsonResponse({"summary": summary(search, rows), "figures": weight_figures(rows)})
