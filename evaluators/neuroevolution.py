@@ -212,3 +212,59 @@ def make_optimizer(name: str, params: list[nn.Parameter], learning_rate: float) 
     if name == "sgd":
         return torch.optim.SGD(params, lr=learning_rate, momentum=0.9)
     raise ValueError(f"The `optimizer` must be one of {', '.join(OPTIMIZERS)} (optimizer={name!r}).")
+
+
+MLP_SOURCE = '''"""{title}
+
+Standalone: imports only torch. ``build()`` returns the network; load ``weights.pt`` into it with
+``model.load_state_dict(torch.load("weights.pt", weights_only=True))``. Input: {raw}, shape (N, {shape});
+the network normalises them itself. Output: {classes} class scores.
+"""
+import torch
+from torch import nn
+
+LAYERS = {layers!r}
+MEAN = {mean!r}
+STD = {std!r}
+
+
+class Net(nn.Sequential):
+    """Flatten, then fully connected layers with ReLU between them."""
+
+    def __init__(self) -> None:
+        layers = [nn.Flatten()]
+        for index, (a, b) in enumerate(zip(LAYERS, LAYERS[1:])):
+            layers.append(nn.Linear(a, b))
+            if index < len(LAYERS) - 2:
+                layers.append(nn.ReLU())
+        super().__init__(*layers)
+        self.register_buffer("mean", torch.tensor(MEAN).view(1, -1, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(STD).view(1, -1, 1, 1), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward((x - self.mean) / self.std)
+
+
+def build() -> Net:
+    return Net()
+'''
+
+
+def export_files(evolution: WeightEvolution, title: str) -> dict[str, bytes]:
+    """``weights.pt`` (the network's state_dict with the current weights, tensors only) and ``model.py`` (its
+    standalone source, taking the dataset's raw images), as for a trained architecture."""
+    from evaluators.catalog import RAW_IMAGES
+    from evaluators.export import standalone_source
+
+    network, dataset = evolution.run.network, evolution.run.dataset
+    normalization = evolution.data.normalization
+    if network.get("kind", "mlp") == "mlp":
+        shape = ", ".join(map(str, evolution.data.shape))
+        source = MLP_SOURCE.format(title=title.replace('"', "'"), raw=RAW_IMAGES[dataset][1], shape=shape,
+                                   classes=network["layers"][-1], layers=network["layers"],
+                                   mean=normalization["mean"], std=normalization["std"])
+    else:
+        source = standalone_source(network["genome"], network["space"], dataset, normalization)
+    buffer = io.BytesIO()
+    torch.save(evolution.state_dict(), buffer)
+    return {"weights.pt": buffer.getvalue(), "model.py": source.encode()}

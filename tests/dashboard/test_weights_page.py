@@ -1,7 +1,9 @@
 """A weight search's page and figures (seed 001): per-generation fitness and accuracy, bytes, time split."""
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import pytest
 from django.urls import reverse
@@ -42,13 +44,20 @@ def test_the_page_and_json_of_a_weight_search(owner_client, users, client):
     search = lifecycle.create_search(users["owner"], "es", CONFIG)
     for row in rows(2):
         WeightGeneration.objects.create(search=search, **row)
-    WeightState.objects.create(search=search, generation=2, digest="d", data=b"x", validation_accuracy=0.55)
+    zip_url = reverse("download-weights", args=[search.pk])
+    assert owner_client.get(zip_url).status_code == 404  # no generation yet
+    WeightState.objects.create(search=search, generation=2, digest="d", data=b"x", validation_accuracy=0.55,
+                               weights_pt=b"tensors", source="# model")
     html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
     for element in ("chart-weights-fitness", "chart-weights-traffic", "chart-weights-timings", "chart-weights-nodes",
-                    "launch-button", "stop-button", "resume-button", "clone-button", "weights-figures"):
+                    "launch-button", "stop-button", "resume-button", "clone-button", "weights-figures", "download-weights"):
         assert f'id="{element}"' in html
     assert "2/5" in html and "0.5500" in html
     body = json.loads(owner_client.get(reverse("api-weights", args=[search.pk])).content)
     assert body["summary"]["generation"] == 2 and len(body["figures"]["chart-weights-fitness"]["data"][0]["x"]) == 2
+    with zipfile.ZipFile(io.BytesIO(owner_client.get(zip_url).content)) as archive:
+        assert archive.read("weights.pt") == b"tensors" and archive.read("model.py") == b"# model"
+        assert json.loads(archive.read("config.json"))["generation"] == 2
     client.force_login(users["other"])
     assert client.get(reverse("api-weights", args=[search.pk])).status_code == 404
+    assert client.get(zip_url).status_code == 404

@@ -64,6 +64,8 @@ def test_cu_su_and_scalars_on_two_slots_equal_the_single_process_run(stack):
         assert all(set(row.timings) == {"evaluate", "gather", "gradient", "update", "total"} for row in rows)
         assert rows[-1].validation_accuracy == pytest.approx(want.validate())
         assert Event.objects.filter(search=search, type="weights.generation").count() == 3
+        state = WeightState.objects.get(search=search)
+        assert state.weights_pt and "def build()" in state.source
         print(method, [row.traffic for row in rows[-1:]], [row.timings for row in rows[-1:]])
 
 

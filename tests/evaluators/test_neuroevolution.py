@@ -130,3 +130,30 @@ def test_state_dict_loads_into_the_network():
     x = evolution.data.val_x[:4]
     assert torch.allclose(module(x), torch.func.functional_call(
         evolution.module, evolution._params(evolution.theta.detach()), (x,)))
+
+
+@pytest.mark.parametrize("network", ["mlp", "genome"])
+def test_exported_model_py_and_weights_pt_give_the_evolved_network(tmp_path, network):
+    from evaluators.neuroevolution import export_files
+
+    if network == "mlp":
+        evolution = make()
+    else:
+        genome, space = TINY["chain"]
+        evolution = make(network={"kind": "genome", "space": space, "genome": genome}, population=4, batch_size=16)
+    evolution.step()
+    files = export_files(evolution, "test export")
+    namespace: dict = {}
+    exec(compile(files["model.py"].decode(), "model.py", "exec"), namespace)
+    model = namespace["build"]()
+    (tmp_path / "weights.pt").write_bytes(files["weights.pt"])
+    model.load_state_dict(torch.load(tmp_path / "weights.pt", weights_only=True))
+    model.eval()
+    from sklearn.datasets import load_digits
+
+    raw = torch.tensor(load_digits().images[:8, None], dtype=torch.float32)  # raw pixel values 0..16
+    mean = torch.tensor(evolution.data.normalization["mean"]).view(1, -1, 1, 1) / 16.0
+    std = torch.tensor(evolution.data.normalization["std"]).view(1, -1, 1, 1) / 16.0
+    normalized = (raw / 16.0 - mean) / std
+    want = torch.func.functional_call(evolution.module, evolution._params(evolution.theta.detach()), (normalized,))
+    assert torch.allclose(model(raw), want, atol=1e-4)

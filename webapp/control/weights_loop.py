@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from evaluators.neuroevolution import WeightEvolution, WeightRun
+from evaluators.neuroevolution import WeightEvolution, WeightRun, export_files
 from nas.neuroevolution import share, traffic
 from webapp.control import lease, recording
 from webapp.control.lease import LeaseLost
@@ -221,9 +221,12 @@ class WeightLoop:
         with fenced(self.search_id, self.owner) as search:
             WeightGeneration.objects.update_or_create(search=search, number=row["number"],
                                                       defaults={k: v for k, v in row.items() if k != "number"})
+            files = export_files(self.evolution, f"Weights evolved by search #{self.search_id} ({search.name}), "
+                                                 f"generation {self.evolution.generation}")
             WeightState.objects.update_or_create(search=search, defaults={
                 "generation": self.evolution.generation, "digest": self.evolution.digest(),
-                "data": self.evolution.state_bytes(), "validation_accuracy": row["validation_accuracy"]})
+                "data": self.evolution.state_bytes(), "validation_accuracy": row["validation_accuracy"],
+                "weights_pt": files["weights.pt"], "source": files["model.py"].decode()})
             search.evaluations_done = self.evolution.generation * self.evolution.run.es.population
             search.best_fitness = max(row["validation_accuracy"], search.best_fitness or 0.0)
             search.save(update_fields=["evaluations_done", "best_fitness"])

@@ -15,6 +15,7 @@ urlpatterns = [
     path("searches/<int:search_id>/download/individuals.csv", downloads.individuals_csv, name="download-csv"),
     path("searches/<int:search_id>/download/events.jsonl", downloads.events_jsonl, name="download-events"),
     path("searches/<int:search_id>/download/best.zip", downloads.best_zip, name="download-best"),
+    path("searches/<int:search_id>/download/weights.zip", weights_pages.weights_zip, name="download-weights"),
     path("searches/<int:search_id>/individuals/<int:number>/genome.json", downloads.individual_genome,
          name="download-genome"),
     path("searches/<int:search_id>/individuals/<int:number>/architecture.zip", downloads.individual_zip,

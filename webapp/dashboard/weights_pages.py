@@ -2,11 +2,13 @@
 ``WeightGeneration`` rows; no torch (the web process never loads it)."""
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from webapp.dashboard.access import owned_search
@@ -45,3 +47,21 @@ def figures(request: HttpRequest, search_id: int) -> JsonResponse:
         return JsonResponse({"error": f"search {search_id} is not a weight search"}, status=400)
     rows = generations(search)
     return JsonResponse({"summary": summary(search, rows), "figures": weight_figures(rows)})
+
+
+@login_required
+def weights_zip(request: HttpRequest, search_id: int) -> HttpResponse:
+    """``weights.pt`` and ``model.py`` of the weights as the last generation left them (stored bytes only)."""
+    search = owned_search(request, search_id)
+    state = WeightState.objects.filter(search=search).first()
+    if state is None or not state.weights_pt:
+        raise Http404("This search has no weights yet: no generation has finished.")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("weights.pt", bytes(state.weights_pt))
+        archive.writestr("model.py", state.source)
+        archive.writestr("config.json", json.dumps({**search.config, "generation": state.generation,
+                                                    "validation_accuracy": state.validation_accuracy}, indent=2))
+    response = HttpResponse(out.getvalue(), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="search-{search.pk}-weights.zip"'
+    return response

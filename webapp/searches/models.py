@@ -183,6 +183,8 @@ class WeightState(models.Model):
     digest = models.CharField(max_length=64, help_text="Digest of the weights (workers compare theirs with it).")
     data = models.BinaryField(help_text="torch.save of the weights, SNES's sigma, the optimizer state, the counter.")
     validation_accuracy = models.FloatField(null=True, blank=True)
+    weights_pt = models.BinaryField(default=b"", help_text="weights.pt: the network's state_dict (tensors only).")
+    source = models.TextField(blank=True, help_text="model.py: the network's standalone source.")
     updated = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
