@@ -61,3 +61,19 @@ def test_the_page_and_json_of_a_weight_search(owner_client, users, client):
     client.force_login(users["other"])
     assert client.get(reverse("api-weights", args=[search.pk])).status_code == 404
     assert client.get(zip_url).status_code == 404
+
+
+def test_no_architecture_view_fails_on_a_weight_search(owner_client, users):
+    """The views made for architecture searches answer a weight search without a 500."""
+    owner_client.raise_request_exception = False
+    search = lifecycle.create_search(users["owner"], "es", CONFIG)
+    WeightGeneration.objects.create(search=search, **rows(1)[0])
+    assert owner_client.get(reverse("search-edit", args=[search.pk])).status_code == 302  # to its own page
+    for name in ("search-list", "home"):
+        assert owner_client.get(reverse(name)).status_code == 200
+    for name in ("api-search", "api-snapshot", "api-events", "api-individuals", "download-best", "download-events",
+                 "search-table"):
+        assert owner_client.get(reverse(name, args=[search.pk])).status_code == 200, name
+    generations = owner_client.get(reverse("download-csv", args=[search.pk]))
+    lines = generations.content.decode().splitlines()
+    assert generations.status_code == 200 and lines[0].startswith("generation,best,mean") and len(lines) == 2

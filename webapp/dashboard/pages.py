@@ -81,6 +81,9 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
     if search.status != Search.Status.DRAFT:
         messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
         return redirect("search-detail", search_id=search.pk)
+    if search.config.get("kind") == "weights":  # the form edits architecture searches only
+        messages.info(request, f"Edit weight search #{search.pk} with: manage.py search edit {search.pk} --set ...")
+        return redirect("search-detail", search_id=search.pk)
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
                       base=search.config)
     if request.method == "POST" and form.is_valid():

@@ -2,6 +2,7 @@
 ``WeightGeneration`` rows; no torch (the web process never loads it)."""
 from __future__ import annotations
 
+import csv
 import io
 import json
 import zipfile
@@ -64,4 +65,22 @@ def weights_zip(request: HttpRequest, search_id: int) -> HttpResponse:
                                                     "validation_accuracy": state.validation_accuracy}, indent=2))
     response = HttpResponse(out.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="search-{search.pk}-weights.zip"'
+    return response
+
+
+def generations_csv(search: Search) -> HttpResponse:
+    """A weight search's log: one row per generation (its statistics, bytes and time split)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    traffic_keys = ["bytes_up", "bytes_down", "bytes", "fetched", "model_bytes", "weights_bytes"]
+    timing_keys = ["evaluate", "gather", "gradient", "update", "total"]
+    writer.writerow(["generation", "best", "mean", "worst", "validation_accuracy", "workers", "evaluated",
+                     *traffic_keys, *(f"{key}_s" for key in timing_keys)])
+    for row in generations(search):
+        writer.writerow([row["number"], row["best"], row["mean"], row["worst"], row["validation_accuracy"],
+                         row["workers"], json.dumps(row["evaluated"], sort_keys=True),
+                         *(row["traffic"].get(key) for key in traffic_keys),
+                         *(row["timings"].get(key) for key in timing_keys)])
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="search-{search.pk}-generations.csv"'
     return response
