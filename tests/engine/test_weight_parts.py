@@ -60,3 +60,18 @@ def test_an_unsigned_or_malformed_part_is_refused(engine):
         weights.run_part(data, "0" * 64)
     with pytest.raises(signing.MalformedPacket, match="must be an object"):
         weights.run_part({"search": 1}, "")
+
+
+def test_a_part_that_raises_is_reported_for_the_loop_to_fail_the_search(engine, monkeypatch):
+    monkeypatch.setattr(weights, "COPIES", weights.Copies())
+    loop = WeightEvolution(WeightRun.from_config(CONFIG))
+    wire.publish_state(SEARCH, 0, loop.digest(), loop.state_bytes())
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("CUDA out of memory (a test)")
+
+    monkeypatch.setattr(WeightEvolution, "evaluate", out_of_memory)
+    assert run(part(0, "evaluate", 1, 2, loop.digest())) == "failed"
+    assert wire.failures(SEARCH) == {"0:evaluate:1": "MemoryError: CUDA out of memory (a test)"}
+    wire.clear_failures(SEARCH)
+    assert wire.failures(SEARCH) == {}

@@ -45,6 +45,10 @@ class Interrupted(Exception):
     """The search was stopped (or left the running state) in the middle of a generation."""
 
 
+class PartFailed(Exception):
+    """A part raised on its worker (out of memory, a bug): the search fails with its reason."""
+
+
 class WeightLoop:
     def __init__(self, search_id: int, owner: str, send: SendPart, device: str = "cpu") -> None:
         self.search_id, self.owner, self.send = search_id, owner, send
@@ -66,6 +70,7 @@ class WeightLoop:
             with fenced(self.search_id, self.owner) as search:
                 recording.start_accounting(search, time.time())
             self._publish()
+            wire.clear_failures(self.search_id)  # a resume tries again
             while self.evolution.generation < self.config["weights"]["generations"]:
                 status = self._status()
                 if status != Search.Status.RUNNING:
@@ -74,6 +79,8 @@ class WeightLoop:
                     self.record(self.generation())
                 except Interrupted:
                     continue
+                except PartFailed as error:
+                    return self._end(Search.Status.FAILED, str(error))
             return self._end(Search.Status.FINISHED, "")
         except LeaseLost as error:
             log.warning("search %s: lease taken over; this weight loop stops (%s)", self.search_id, error)
@@ -171,6 +178,10 @@ class WeightLoop:
             checked = now
             if self._status() != Search.Status.RUNNING:
                 raise Interrupted()
+            failed = wire.failures(self.search_id)
+            if failed:
+                where, reason = next(iter(failed.items()))
+                raise PartFailed(f"part {where} (generation:phase:part) failed on its worker: {reason}")
             missing = sorted(set(range(parts)) - self._stored(g, phase, parts))
             running = wire.running_parts(self.search_id, g, parts, phase, missing)
             seen |= running

@@ -143,6 +143,23 @@ def put_report(search_id: int, generation: int, parts: int, phase: str, part: in
         pipe.execute()
 
 
+def failure_key(search_id: int) -> str:
+    return f"{_base(search_id)}:failed"
+
+
+def put_failure(search_id: int, generation: int, phase: str, part: int, reason: str) -> None:
+    """A part raised (out of memory, a bug): the loop fails the search with this reason rather than retry."""
+    client().hset(failure_key(search_id), f"{generation}:{phase}:{part}", reason[:2000])
+
+
+def failures(search_id: int) -> dict[str, str]:
+    return {name.decode(): value.decode() for name, value in client().hgetall(failure_key(search_id)).items()}
+
+
+def clear_failures(search_id: int) -> None:
+    client().delete(failure_key(search_id))
+
+
 def beat_part(search_id: int, generation: int, parts: int, phase: str, part: int, info: dict[str, Any]) -> None:
     client().set(part_beat_key(search_id, generation, parts, phase, part), json.dumps(info),
                  px=int(settings.NAS_HEARTBEAT_TTL * 1000))

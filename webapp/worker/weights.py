@@ -211,6 +211,11 @@ def run_part(data: Any, signature: Any) -> str:
     except ObsoletePart as error:
         log.info("weight part skipped: %s", error)
         return "obsolete"
+    except Exception as error:  # OOM, a bug: a result for the loop (which fails the search), never a retry loop
+        log.exception("weight part %s failed", {k: part[k] for k in ("search", "generation", "phase", "part")})
+        wire.put_failure(part["search"], part["generation"], part["phase"], part["part"],
+                         f"{type(error).__name__}: {error}")
+        return "failed"
     finally:
         slots.set_current(None)
     return "done"
