@@ -212,7 +212,9 @@ class WeightLoop:
         measured_down = sum(r["bytes_down"] for r in reports.values()) + loop_down
         evaluate_s = max((r["seconds"] for r in evaluate), default=0.0)
         gradient_s = max((r["seconds"] for r in gradient), default=0.0) + times["gradient_local"]
-        gather_s = max(times["total"] - evaluate_s - gradient_s - times["update"], 0.0)
+        # The workers apply the previous step (or fetch the weights) before their first part: update, not gather.
+        update_s = times["update"] + max((r["prepare"] for r in evaluate), default=0.0)
+        gather_s = max(times["total"] - evaluate_s - gradient_s - update_s, 0.0)
         finite = [f for f in fitness if np.isfinite(f)]
         vectors = 2 if self.evolution.sigma is not None else 1
         model = traffic(self.method, self.evolution.size, len(fitness), parts, value_bytes=8, vectors=vectors)
@@ -224,7 +226,7 @@ class WeightLoop:
                         "bytes": measured_up + measured_down, "fetched": sum(r["fetched"] for r in reports.values()),
                         "model_bytes": model["bytes"], "weights_bytes": len(fitness) * self.evolution.size * 4},
             "timings": {"evaluate": evaluate_s, "gather": gather_s, "gradient": gradient_s,
-                        "update": times["update"], "total": times["total"]},
+                        "update": update_s, "total": times["total"]},
         }
 
     def record(self, row: dict[str, Any]) -> None:
