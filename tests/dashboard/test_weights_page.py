@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from webapp.dashboard import weights_charts
-from webapp.searches.models import WeightGeneration, WeightState
+from webapp.searches.models import Search, WeightGeneration, WeightState
 from webapp.services import lifecycle
 
 pytestmark = pytest.mark.django_db
@@ -77,3 +77,32 @@ def test_no_architecture_view_fails_on_a_weight_search(owner_client, users):
     generations = owner_client.get(reverse("download-csv", args=[search.pk]))
     lines = generations.content.decode().splitlines()
     assert generations.status_code == 200 and lines[0].startswith("generation,best,mean") and len(lines) == 2
+
+
+FORM = {"name": "es", "network": "mlp", "layers": "64,32,10", "dataset": "digits", "algorithm": "openai_es",
+        "method": "cu", "population": 16, "sigma": 0.05, "learning_rate": 0.03, "optimizer": "adam",
+        "fitness": "loss", "batch_size": 128, "generations": 10, "mirrored": "on", "seed": 0, "pool": "eval",
+        "draft": "1"}
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"population": 15}, "population", "even with mirrored"),
+    ({"sigma": 0}, "sigma", "greater than 0"),
+    ({"layers": "64,8192,8192,10"}, "layers", "more than"),
+    ({"layers": "64,x"}, "layers", "integers separated by commas"),
+    ({"network": "best_of", "source_search": 999}, "source_search", "no architecture search #999"),
+])
+def test_the_weights_form_shows_the_field_error_and_saves_nothing(owner_client, change, field, words):
+    response = owner_client.post(reverse("weights-create"), {**FORM, **change})
+    html = response.content.decode()
+    assert response.status_code == 400 and f'id="error-{field}"' in html and words in html
+    assert not Search.objects.exists()
+
+
+def test_the_weights_form_creates_a_draft(owner_client):
+    assert owner_client.get(reverse("weights-create")).status_code == 200
+    assert reverse("weights-create") in owner_client.get(reverse("search-list")).content.decode()
+    response = owner_client.post(reverse("weights-create"), FORM)
+    search = Search.objects.get()
+    assert response.status_code == 302 and search.status == "draft" and search.config["kind"] == "weights"
+    assert search.config["weights"]["population"] == 16 and search.config["network"]["layers"] == [64, 32, 10]
