@@ -88,3 +88,16 @@ def test_search_create_sets_weight_fields_and_reports_the_bad_one(tmp_path):
     call_command("search", "create", "--name", "es", "--config", str(path), "--owner", "tester",
                  "--set", "weights.population=32", "--set", "weights.method=su")
     assert Search.objects.get().config["weights"]["method"] == "su"
+
+
+@pytest.mark.django_db
+def test_another_users_best_architecture_stays_theirs():
+    from django.contrib.auth import get_user_model
+
+    source = lifecycle.create_search(owner(), "source", {})
+    Individual.objects.create(search=source, number=0, genome={"layers": [{"kernel": 3, "filters": 16}]}, key="0",
+                              status="done", fitness=0.9)
+    stranger = get_user_model().objects.create_user("stranger", password="pw-stranger-1")
+    with pytest.raises(ConfigError, match=f"no architecture search #{source.pk}") as error:
+        lifecycle.create_search(stranger, "mine now", {**WEIGHTS, "network": {"kind": "best_of", "search": source.pk}})
+    assert error.value.field == "network.search" and not Search.objects.filter(owner=stranger).exists()

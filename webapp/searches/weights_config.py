@@ -95,3 +95,11 @@ def resolve_network(network: Any) -> Any:
     if best is None:
         raise ConfigError("network.search", f"search #{number} has no finished architecture yet")
     return {"kind": "genome", "space": source.config["space"], "genome": best.genome, "source_search": number}
+
+
+def check_source_visible(config: dict[str, Any], visible: Any) -> None:
+    """A weight search may start from the best architecture of a search its owner may see (``visible``: that
+    owner's queryset of searches), never another user's; ``ConfigError`` as if the search did not exist."""
+    source = config.get("network", {}).get("source_search") if config.get("kind") == "weights" else None
+    if source is not None and not visible.filter(pk=source).exists():
+        raise ConfigError("network.search", f"there is no architecture search #{source}")
