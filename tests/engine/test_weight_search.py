@@ -20,10 +20,11 @@ from webapp.services import lifecycle
 pytestmark = pytest.mark.integration
 
 
-def weight_config(method: str, generations: int = 3, layers: list[int] | None = None, population: int = 8) -> dict:
+def weight_config(method: str, generations: int = 3, layers: list[int] | None = None, population: int = 8,
+                  algorithm: str = "openai_es") -> dict:
     return {"kind": "weights", "network": {"kind": "mlp", "layers": layers or [64, 32, 10]},
             "weights": {"population": population, "generations": generations, "method": method, "seed": 5,
-                        "batch_size": 128}}
+                        "batch_size": 128, "algorithm": algorithm}}
 
 
 def reference(config: dict, generations: int) -> WeightEvolution:
@@ -41,13 +42,14 @@ def final_weights(search: Search) -> WeightEvolution:
 
 
 def test_cu_su_and_scalars_on_two_slots_equal_the_single_process_run(stack):
+    """OpenAI-ES by each method, and SNES by cu (its sigma vector too), on two real slots."""
     stack.evaluator("alpha")
     stack.evaluator("beta")
     stack.control()
     wait_until(lambda: len(transport.live_slots("eval")) == 2, 30, message="two live slots")
-    for method in ("cu", "scalars", "su"):
-        config = weight_config(method)
-        search = finished(launched(f"weights {method}", config).pk, timeout=120)
+    for method, algorithm in (("cu", "openai_es"), ("scalars", "openai_es"), ("su", "openai_es"), ("cu", "snes")):
+        config = weight_config(method, algorithm=algorithm)
+        search = finished(launched(f"weights {method} {algorithm}", config).pk, timeout=120)
         assert search.status == Search.Status.FINISHED, search.status_reason
         want = reference(config, 3)
         got = final_weights(search)
@@ -56,6 +58,8 @@ def test_cu_su_and_scalars_on_two_slots_equal_the_single_process_run(stack):
             assert torch.allclose(got.theta, want.theta, rtol=1e-6, atol=1e-7)
         else:
             assert got.digest() == want.digest()  # bit for bit
+        if algorithm == "snes":
+            assert np.array_equal(got.sigma, want.sigma) and not np.allclose(got.sigma, 0.05)
         rows = list(WeightGeneration.objects.filter(search=search))
         assert [row.number for row in rows] == [0, 1, 2] and all(row.workers == 2 for row in rows)
         assert all(sum(row.evaluated.values()) == 8 for row in rows)
