@@ -73,6 +73,21 @@ def test_cu_su_and_scalars_on_two_slots_equal_the_single_process_run(stack):
         print(method, [row.traffic for row in rows[-1:]], [row.timings for row in rows[-1:]])
 
 
+def test_three_slots_split_a_generation_in_three_and_equal_the_single_process_run(stack):
+    stack.evaluator("gamma", slots=3)
+    stack.control()
+    wait_until(lambda: len(transport.live_slots("eval")) == 3, 30, message="three live slots")
+    for method in ("cu", "su"):
+        config = weight_config(method, generations=2, population=12)
+        search = finished(launched(f"three {method}", config).pk, timeout=120)
+        assert search.status == Search.Status.FINISHED, search.status_reason
+        assert all(row.workers == 3 for row in WeightGeneration.objects.filter(search=search))
+        got, want = final_weights(search), reference(config, 2)
+        assert torch.allclose(got.theta, want.theta, rtol=1e-6, atol=1e-7)
+        if method == "cu":
+            assert got.digest() == want.digest()
+
+
 def test_a_slot_killed_mid_generation_leaves_the_same_weights(stack):
     """kill -9 of the pool process computing a part: the part is computed again elsewhere, and the weights after
     the generation are those of the run without the fault, bit for bit."""
