@@ -20,7 +20,7 @@ for info in pkgutil.iter_modules(evaluators.__path__, "evaluators."):
     importlib.import_module(info.name)
 print(json.dumps({{"light": light_roots, "all": sorted({{m.split(".")[0] for m in sys.modules}})}}))
 """
-LIGHT = ["evaluators.budget", "evaluators.catalog", "evaluators.builders", "evaluators.summary", "evaluators.export"]
+LIGHT = ["evaluators.budget", "evaluators.catalog", "evaluators.weights_network", "evaluators.builders", "evaluators.summary", "evaluators.export"]
 
 
 def test_imports():

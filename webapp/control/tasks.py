@@ -15,6 +15,7 @@ from celery import shared_task
 from webapp.control import lease
 from webapp.control.loop import SearchLoop
 from webapp.messaging import dispatch, guard
+from webapp.searches.models import Search
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,10 @@ def run_search(search_id: Any = None) -> str:
         return "busy"
     log.info("search %s: loop %s started", search_id, owner)
     try:
+        if Search.objects.filter(pk=search_id, config__kind="weights").exists():  # seed 001: evolve weights
+            from webapp.control.weights_loop import WeightLoop  # torch: loaded only for weight searches
+
+            return WeightLoop(search_id, owner, send=dispatch.send_part).run()
         return SearchLoop(search_id, owner, send=dispatch.send_packet).run()
     finally:
         lease.release(search_id, owner)

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, charts, csp, display
+from webapp.dashboard import architecture, charts, csp, display, weights_pages
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.forms import SearchForm
 from webapp.dashboard.schedules import schedule_view
@@ -82,6 +82,9 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
     if search.status != Search.Status.DRAFT:
         messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
         return redirect("search-detail", search_id=search.pk)
+    if search.config.get("kind") == "weights":  # the form edits architecture searches only
+        messages.info(request, f"Edit weight search #{search.pk} with: manage.py search edit {search.pk} --set ...")
+        return redirect("search-detail", search_id=search.pk)
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
                       base=search.config)
     if request.method == "POST" and form.is_valid():
@@ -107,6 +110,8 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
 @csp.allow_eval  # its charts are WebGL
 def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
+    if search.config.get("kind") == "weights":  # seed 001: its own page (webapp.dashboard.weights_pages)
+        return weights_pages.detail(request, search)
     if search.status == Search.Status.DRAFT:
         return redirect("search-edit", search_id=search.pk)
     return render(request, "dashboard/search_detail.html", {

@@ -15,6 +15,8 @@ from celery import current_app
 RUN_SEARCH = "webapp.control.tasks.run_search"
 #: One packet of individuals to evaluate (an evaluation pool's queue, ``eval`` by default).
 EVALUATE_BATCH = "webapp.worker.tasks.evaluate_batch"
+#: One part of one generation of a weight search (an evaluation pool's queue; ``webapp.worker.weights``).
+EVOLVE_PART = "webapp.worker.tasks.evolve_part"
 CONTROL_QUEUE = "control"
 
 
@@ -26,3 +28,8 @@ def start_loop(search_id: int) -> None:
 def send_packet(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
     """Hand a signed packet to the evaluation pool ``queue`` as the task ``task_id``."""
     current_app.send_task(EVALUATE_BATCH, args=[data, signature], task_id=task_id, queue=queue)
+
+
+def send_part(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
+    """Hand a signed part of a weight search's generation to the evaluation pool ``queue``."""
+    current_app.send_task(EVOLVE_PART, args=[data, signature], task_id=task_id, queue=queue)

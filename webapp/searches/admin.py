@@ -1,7 +1,8 @@
 """Django admin for every model of the engine: read mostly (the engine writes individuals and events)."""
 from django.contrib import admin
 
-from webapp.searches.models import ArchiveRow, Event, Individual, Search, Weights, Worker
+from webapp.searches.models import (ArchiveRow, Event, Individual, Search, WeightGeneration, Weights, WeightState,
+                                     Worker)
 
 
 @admin.register(Search)
@@ -61,3 +62,16 @@ class WeightsAdmin(WrittenByTheLoop):
 class WorkerAdmin(admin.ModelAdmin):
     list_display = ("name", "node", "device", "slot", "slots", "pool", "host", "last_seen")
     list_filter = ("pool", "node")
+
+
+@admin.register(WeightState)
+class WeightStateAdmin(WrittenByTheLoop):
+    list_display = ("id", "search", "generation", "validation_accuracy", "digest", "updated")
+    raw_id_fields = ("search",)
+    exclude = ("data",)  # the weights' bytes
+
+
+@admin.register(WeightGeneration)
+class WeightGenerationAdmin(WrittenByTheLoop):
+    list_display = ("id", "search", "number", "best", "mean", "worst", "validation_accuracy", "workers")
+    raw_id_fields = ("search",)

@@ -28,6 +28,8 @@ from nas.strategies import STRATEGIES, get_strategy
 from webapp.searches.gangs import check_gang_fields
 
 DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
+#: The kinds of search: architectures (the default) or the weights of one network (seed 001).
+KINDS = ("architecture", "weights")
 #: Evaluation pools are the queues evaluation workers serve: ``eval`` or ``eval.<name>`` (never ``control``).
 POOL = re.compile(r"^eval(\.[A-Za-z0-9_-][A-Za-z0-9_.-]{0,94})?$")
 POOL_RULE = "eval, or eval.<name> with letters, digits, '.', '_' or '-' (an evaluation pool, never control)"
@@ -170,6 +172,12 @@ def check_config(data: Any) -> dict[str, Any]:
     """The configuration with every default filled in, or :class:`ConfigError` naming the first bad field."""
     if not isinstance(data, dict):
         raise ConfigError("config", f"must be an object (got {type(data).__name__})")
+    kind = _choice("kind", data.get("kind", "architecture"), KINDS)
+    if kind == "weights":  # seed 001: a network's weights evolved by ES (webapp.searches.weights_config)
+        from webapp.searches.weights_config import check_weights_config  # it builds on this module's checks
+
+        return check_weights_config(data)
+    data = {key: value for key, value in data.items() if key != "kind"}
     allowed = ["dataset", "evaluation", "pool", "space", "strategy", "training"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:
@@ -218,6 +226,8 @@ def _param_named(message: str, params: dict[str, Any]) -> str:
 
 def planned_evaluations(config: dict[str, Any]) -> int:
     """How many evaluations the search plans, for progress bars (generations x population when unbounded)."""
+    if config.get("kind") == "weights":
+        return config["weights"]["generations"] * config["weights"]["population"]
     params = config["strategy"]["params"]
     limit = params.get("max_evaluations")
     generations = params.get("generations")

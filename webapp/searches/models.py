@@ -172,3 +172,43 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class WeightState(models.Model):
+    """A weight search's current weights (seed 001): what a resume starts from and what ``weights.pt`` holds.
+    Written by the search's loop after every generation."""
+
+    search = models.OneToOneField(Search, on_delete=models.CASCADE, related_name="weight_state")
+    generation = models.PositiveIntegerField(help_text="Generations done: the next one to run.")
+    digest = models.CharField(max_length=64, help_text="Digest of the weights (workers compare theirs with it).")
+    data = models.BinaryField(help_text="torch.save of the weights, SNES's sigma, the optimizer state, the counter.")
+    validation_accuracy = models.FloatField(null=True, blank=True)
+    weights_pt = models.BinaryField(default=b"", help_text="weights.pt: the network's state_dict (tensors only).")
+    source = models.TextField(blank=True, help_text="model.py: the network's standalone source.")
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"weights of search {self.search_id} at generation {self.generation}"
+
+
+class WeightGeneration(models.Model):
+    """One generation of a weight search, as its loop recorded it."""
+
+    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="weight_generations")
+    number = models.PositiveIntegerField()
+    best = models.FloatField(null=True, blank=True, help_text="Best offspring fitness.")
+    mean = models.FloatField(null=True, blank=True)
+    worst = models.FloatField(null=True, blank=True)
+    validation_accuracy = models.FloatField(null=True, blank=True, help_text="Of the weights after the update.")
+    workers = models.PositiveSmallIntegerField(default=1, help_text="Parts the generation was split into.")
+    evaluated = models.JSONField(default=dict, help_text="Offspring evaluated per node.")
+    traffic = models.JSONField(default=dict, help_text="Bytes moved (measured and modelled) and the weights' bytes.")
+    timings = models.JSONField(default=dict, help_text="Seconds: evaluate, gather, gradient, update, total.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["search", "number"]
+        constraints = [models.UniqueConstraint(fields=["search", "number"], name="unique_weight_generation")]
+
+    def __str__(self) -> str:
+        return f"generation {self.number} of search {self.search_id}"

@@ -16,7 +16,7 @@ from celery import shared_task
 from celery.signals import worker_process_init, worker_process_shutdown
 
 from webapp.messaging import dispatch, guard, signing
-from webapp.worker import runner, slots
+from webapp.worker import runner, slots, weights
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,18 @@ def evaluate_batch(self, packet: Any = None, signature: Any = "") -> dict:
     except signing.MalformedPacket as error:
         guard.record(str(error), self.request.id, packet)
         return {"rejected": str(error)}
+
+
+@shared_task(name=dispatch.EVOLVE_PART, acks_late=True, ignore_result=True,
+             Request="webapp.messaging.guard:CheckedRequest")
+def evolve_part(part: Any = None, signature: Any = "") -> str:
+    """One part of a weight search's generation (seed 001); acked late like a packet, so a killed slot's part
+    is delivered again (its result is the same whoever computes it)."""
+    try:
+        return weights.run_part(part, signature)
+    except signing.MalformedPacket as error:
+        guard.record(str(error), None, part)
+        return "rejected"
 
 
 @worker_process_init.connect
