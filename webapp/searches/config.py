@@ -25,14 +25,17 @@ from evaluators import budget
 from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
+from webapp.searches.checks import POOL, POOL_RULE, ConfigError, check_pool
+from webapp.searches.checks import choice as _choice
+from webapp.searches.checks import fields as _fields
+from webapp.searches.checks import number as _number
+from webapp.searches.checks import section as _section
 from webapp.searches.gangs import check_gang_fields
+from webapp.searches.weights_config import check_weights_config
 
 DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
 #: The kinds of search: architectures (the default) or the weights of one network (seed 001).
 KINDS = ("architecture", "weights")
-#: Evaluation pools are the queues evaluation workers serve: ``eval`` or ``eval.<name>`` (never ``control``).
-POOL = re.compile(r"^eval(\.[A-Za-z0-9_-][A-Za-z0-9_.-]{0,94})?$")
-POOL_RULE = "eval, or eval.<name> with letters, digits, '.', '_' or '-' (an evaluation pool, never control)"
 #: The most fault keys a simulated evaluation may list (tests inject a handful).
 MAX_FAULT_KEYS = 1000
 
@@ -50,50 +53,6 @@ LATENCY_FIELDS: dict[str, tuple[Any, type, float, float]] = {
     "batch": (1, int, 1, 1024),
     "repeats": (10, int, 1, 200),
 }
-
-
-class ConfigError(ValueError):
-    """A bad configuration: ``field`` is the dotted path of the offending value (for form errors)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
-
-
-def _number(field: str, value: Any, kind: type, low: float, high: float) -> Any:
-    if value is None:
-        raise ConfigError(field, "a value is required")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(field, f"must be a number (got {value!r})")
-    if kind is int and not float(value).is_integer():
-        raise ConfigError(field, f"must be an integer (got {value!r})")
-    if not math.isfinite(value):
-        raise ConfigError(field, f"must be finite (got {value!r})")
-    if not low <= value <= high:
-        raise ConfigError(field, f"must be in [{low}, {high}] (got {value!r})")
-    return kind(value)
-
-
-def _section(section: str, data: Any, names: list[str]) -> dict[str, Any]:
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(section, f"must be an object (got {data!r})")
-    unknown = sorted(set(data) - set(names), key=str)
-    if unknown:
-        raise ConfigError(f"{section}.{unknown[0]}", f"unknown field; the fields are {', '.join(names)}")
-    return data
-
-
-def _fields(section: str, data: dict[str, Any], fields: dict[str, tuple[Any, type, float, float]]) -> dict[str, Any]:
-    return {name: _number(f"{section}.{name}", data.get(name, default), kind, low, high)
-            for name, (default, kind, low, high) in fields.items()}
-
-
-def _choice(field: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ConfigError(field, f"must be one of {', '.join(choices)} (got {value!r})")
-    return value
 
 
 def check_training(data: Any) -> dict[str, Any]:
@@ -162,19 +121,12 @@ def _gangs(data: dict[str, Any], simulated: bool) -> dict[str, Any]:
         raise ConfigError(field, text.replace("`evaluation.efficiency` ", "")) from None
 
 
-def check_pool(value: Any) -> str:
-    if not isinstance(value, str) or not POOL.match(value):
-        raise ConfigError("pool", f"must be {POOL_RULE} (got {value!r})")
-    return value
-
-
 def check_config(data: Any) -> dict[str, Any]:
     """The configuration with every default filled in, or :class:`ConfigError` naming the first bad field."""
     if not isinstance(data, dict):
         raise ConfigError("config", f"must be an object (got {type(data).__name__})")
     kind = _choice("kind", data.get("kind", "architecture"), KINDS)
     if kind == "weights":  # seed 001: a network's weights evolved by ES (webapp.searches.weights_config)
-        from webapp.searches.weights_config import check_weights_config  # it builds on this module's checks
 
         return check_weights_config(data)
     data = {key: value for key, value in data.items() if key != "kind"}

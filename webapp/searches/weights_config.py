@@ -23,7 +23,10 @@ from typing import Any
 from evaluators.catalog import DATASETS
 from evaluators.weights_network import NetworkError, check_network
 from nas.neuroevolution import ALGORITHMS, METHODS, ESConfig
-from webapp.searches.config import ConfigError, _choice, _number, _section, check_pool
+from webapp.searches.checks import ConfigError, check_pool
+from webapp.searches.checks import choice as _choice
+from webapp.searches.checks import number as _number
+from webapp.searches.checks import section as _section
 
 OPTIMIZERS = ("adam", "sgd")
 FITNESS = ("loss", "accuracy")
