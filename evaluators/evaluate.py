@@ -88,6 +88,7 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
     steps = len(data.train_x) // min(budget.batch_size, len(data.train_x))
     tell, points = safe(progress), set(report_points(steps, budget.epochs, report_every)) if progress else set()
     trained = 0
+    known = {"params": report["metrics"]["params"], "flops": report["metrics"]["flops"]}  # for multi-objective pruning
 
     def reported(done: int) -> bool:
         """After each step: at a report point that is not an epoch's end, validate, report, maybe stop."""
@@ -100,7 +101,7 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
         report["curve"].append({"epoch": trained / steps, "step": trained, "val_loss": _finite(val_loss),
                                 "val_accuracy": accuracy})
         report["metrics"].update(accuracy=accuracy, val_loss=_finite(val_loss), epochs=trained / steps)
-        report["stopped"] = tell(trained, trained / steps, {"val_accuracy": accuracy, "val_loss": val_loss})
+        report["stopped"] = tell(trained, trained / steps, {"val_accuracy": accuracy, "val_loss": val_loss, **known})
         return report["stopped"]
 
     for epoch in range(1, budget.epochs + 1):
@@ -120,7 +121,7 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
         report["metrics"].update(accuracy=accuracy, train_loss=_finite(train_loss), val_loss=_finite(val_loss),
                                  epochs=epoch)
         if epoch < budget.epochs and epoch * steps in points and tell(epoch * steps, float(epoch), {
-                "val_accuracy": accuracy, "val_loss": val_loss, "train_loss": train_loss}):
+                "val_accuracy": accuracy, "val_loss": val_loss, "train_loss": train_loss, **known}):
             report["stopped"], trained = True, epoch * steps
             break
     trained = trained if report.get("stopped") else budget.epochs * steps

@@ -68,6 +68,7 @@ def _realistic(key: str, config: dict[str, Any], epochs: int, duration: float, s
     noise = np.random.default_rng(int(_unit(key, "noise") * 2**32))
     total = STEPS_PER_EPOCH * max(epochs, 1)
     points, done, status = [], 0, "ok"
+    known = {"params": int(10_000 + 1_000_000 * _unit(key, "params")), "flops": int(1e6 + 1e8 * _unit(key, "flops"))}
     for step in report_points(STEPS_PER_EPOCH, max(epochs, 1), config.get("report_every")):
         time.sleep(duration * (step - done) / total)
         done = step
@@ -76,7 +77,7 @@ def _realistic(key: str, config: dict[str, Any], epochs: int, duration: float, s
         loss = float(2.3 * (1.0 - accuracy) + 0.02)
         points.append({"epoch": epoch, "step": step, "train_loss": loss * 0.9, "val_loss": loss,
                        "val_accuracy": accuracy})
-        if step < total and tell(step, epoch, {"val_accuracy": accuracy, "val_loss": loss}):
+        if step < total and tell(step, epoch, {"val_accuracy": accuracy, "val_loss": loss, **known}):
             status = PRUNED
             break
     elapsed = time.perf_counter() - started
@@ -84,7 +85,7 @@ def _realistic(key: str, config: dict[str, Any], epochs: int, duration: float, s
     return EvaluationResult(
         status=status, fitness=last["val_accuracy"],
         metrics={"accuracy": last["val_accuracy"], "epochs": last["epoch"], "steps": last["step"],
-                 "params": int(10_000 + 1_000_000 * _unit(key, "params")), "flops": int(1e6 + 1e8 * _unit(key, "flops"))},
+                 **known},
         curve=points, timings={"build": 0.0, "train": elapsed, "validate": 0.0, "total": elapsed}, device="simulated",
     )
 

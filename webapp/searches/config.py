@@ -25,6 +25,7 @@ from evaluators import budget
 from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
+from webapp.searches import pruner_config
 
 DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
 #: Evaluation pools are the queues evaluation workers serve: ``eval`` or ``eval.<name>`` (never ``control``).
@@ -105,14 +106,26 @@ def check_training(data: Any) -> dict[str, Any]:
 
 
 def check_evaluation(data: Any) -> dict[str, Any]:
+    checked = _check_evaluation(data)
+    try:  # early stopping's fields (webapp.searches.pruner_config), present only when set
+        if isinstance(data, dict) and data.get("report_every") is not None:
+            checked["report_every"] = pruner_config.check_report_every(data["report_every"])
+        if checked["mode"] == "simulated" and isinstance(data, dict) and "curves" in data:
+            checked["curves"] = pruner_config.check_curves(data["curves"])
+    except pruner_config.PrunerConfigError as error:
+        raise ConfigError(error.field, error.message) from None
+    return checked
+
+
+def _check_evaluation(data: Any) -> dict[str, Any]:
     data = {"mode": "train"} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS])
+        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "report_every"])
         return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS)}
-    data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults"])
+    data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults", "report_every", "curves"])
     checked = {"mode": mode, **_fields("evaluation", data, SIMULATED_FIELDS)}
     checked["distribution"] = _choice("evaluation.distribution", data.get("distribution", "fixed"), DISTRIBUTIONS)
     faults = data.get("faults", {})
@@ -135,7 +148,7 @@ def check_config(data: Any) -> dict[str, Any]:
     """The configuration with every default filled in, or :class:`ConfigError` naming the first bad field."""
     if not isinstance(data, dict):
         raise ConfigError("config", f"must be an object (got {type(data).__name__})")
-    allowed = ["dataset", "evaluation", "pool", "space", "strategy", "training"]
+    allowed = ["dataset", "evaluation", "pool", "pruner", "space", "strategy", "training"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:
         raise ConfigError(str(unknown[0])[:100], f"unknown field; the fields are {', '.join(allowed)}")
@@ -160,7 +173,7 @@ def check_config(data: Any) -> dict[str, Any]:
         built = get_strategy(name, space, strategy.get("seed", 0), **params)
     except (TypeError, ValueError) as error:
         raise ConfigError(f"strategy.{_param_named(str(error), params)}", str(error)) from None
-    return {
+    checked = {
         "space": space_to_config(space),
         "strategy": {"name": name, "seed": built.seed, "params": built.params},
         "dataset": _choice("dataset", data.get("dataset", "digits"), list(DATASETS)),
@@ -168,6 +181,11 @@ def check_config(data: Any) -> dict[str, Any]:
         "evaluation": check_evaluation(data.get("evaluation")),
         "pool": check_pool(data.get("pool", "eval")),
     }
+    try:
+        pruner = pruner_config.check_pruner(data.get("pruner"), checked["training"]["epochs"])
+    except pruner_config.PrunerConfigError as error:
+        raise ConfigError(error.field, error.message) from None
+    return {**checked, "pruner": pruner} if pruner is not None else checked
 
 
 def _param_named(message: str, params: dict[str, Any]) -> str:
