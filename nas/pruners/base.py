@@ -176,13 +176,14 @@ class Pruner(abc.ABC):
         return decision
 
     def complete(self, id: Any, final: float | None) -> None:
-        """``id`` finished training (or was stopped and ended): its final value, ``None`` when it failed or was
-        pruned (a pruned candidate's partial curve is no completed curve)."""
+        """``id``'s evaluation ended: its final value after the full budget, ``None`` when it failed or was
+        pruned (a partial curve is no completed curve). One that was told to stop but finished first (the stop
+        came too late) completes with its final value like any other."""
         key = str(id)
         if key in self._finals:
             return
         number = _finite(final)
-        self._finals[key] = None if number is None or key in self._stopped else self.orient(number)
+        self._finals[key] = None if number is None else self.orient(number)
 
     def know(self, id: Any, objectives: dict[str, float]) -> None:
         """The objectives of ``id`` known before training (``params``, ...); only multi-objective pruners use them."""

@@ -75,7 +75,8 @@ def drive(pruner: Pruner, seed: int = 0, direction: str = "max", resume_at: Coll
             decision = pruner.should_stop(cid)
             decisions.append((cid, step, decision.to_dict()))
             if decision.stop or step >= MAX_STEPS:
-                pruner.complete(cid, sign * pool[cid].observe(step, rng))
+                final = sign * pool[cid].observe(step, rng)
+                pruner.complete(cid, None if decision.stop else final)
                 trained[cid] = step
                 del running[cid]
     return Run(decisions, trained, pruner)
