@@ -248,10 +248,12 @@ class SearchLoop:
             for individual in individuals:
                 result = recording.fail_individual(search, individual, reason, text)
                 if result is not None:
+                    result = self.pruning.result(search, individual, None, result)
                     self.strategy.tell(individual.number, result)
                     recorded.append(individual)
                     events.append(("individual.finished", broadcast.individual_event(individual)))
             events.append(("search.progress", recording.save_progress(search, self.strategy, recorded)))
+            self.pruning.save(search)
             broadcast.notify_many(self.search_id, events)
         self.search = search
 

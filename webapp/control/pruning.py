@@ -70,7 +70,8 @@ class Pruning:
             individual.save(update_fields=["prune", "predicted_fitness"])
         return decision
 
-    def result(self, search: Search, individual: Individual, payload: EvaluationResult, result: Result) -> Result:
+    def result(self, search: Search, individual: Individual, payload: EvaluationResult | None,
+               result: Result) -> Result:
         """The strategy's view of a recorded result, after the pruner learnt how it ended; counts the savings."""
         if not self.active:
             return result
@@ -82,7 +83,7 @@ class Pruning:
             if predicted is not None:
                 result = Result(fitness=predicted, objectives=result.objectives, pruned=True)
         else:
-            self.pruner.complete(number, payload.fitness if result.ok else None)
+            self.pruner.complete(number, payload.fitness if result.ok and payload is not None else None)
         self.dirty = True
         full = self.pruner.max_steps
         stats = search.stats.setdefault("pruning", {"pruner": self.pruner.name, "epochs_trained": 0.0,
