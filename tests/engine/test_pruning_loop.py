@@ -12,7 +12,7 @@ from nas.pruners import pruner_from_state
 from tests.engine.conftest import assert_each_recorded_once, owner
 from webapp.control import lease
 from webapp.control.loop import SearchLoop
-from webapp.control.pruning import saved_epochs
+from webapp.searches.pruning_stats import saved_epochs
 from webapp.messaging import messages, transport
 from webapp.searches.models import Individual, Search
 from webapp.services import lifecycle

@@ -8,7 +8,7 @@ import pytest
 from tests.engine.conftest import (
     assert_each_recorded_once, finished, launched, running_evaluation, wait_until,
 )
-from webapp.control.pruning import saved_epochs
+from webapp.searches.pruning_stats import saved_epochs
 from webapp.messaging import transport
 from webapp.searches.models import Individual, Search
 

@@ -103,15 +103,3 @@ class Pruning:
         search.save(update_fields=["strategy_state", "stats"])
         self.dirty = False
 
-
-def saved_epochs(stats: dict[str, Any]) -> dict[str, Any] | None:
-    """``{"trained", "budget", "saved", "share", "pruned", "false_stop_rate"}`` of a search's stats, if it prunes."""
-    pruning = (stats or {}).get("pruning")
-    if not pruning:
-        return None
-    budget = pruning["epochs_budget"]
-    saved = budget - pruning["epochs_trained"]
-    audit = pruning.get("audit") or {}
-    return {"trained": pruning["epochs_trained"], "budget": budget, "saved": saved,
-            "share": saved / budget if budget else 0.0, "pruned": pruning["pruned"],
-            "false_stop_rate": audit.get("rate"), "audited": audit.get("finished", 0)}
