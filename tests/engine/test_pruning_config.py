@@ -52,3 +52,12 @@ def test_the_form_can_describe_every_pruner():
     assert set(described) == {"none", "median", "asha", "curve"}
     assert {p["name"] for p in described["asha"]["params"]} == {"min_steps", "eta", "audit"}
     assert all(entry["help"] for entry in described.values())
+
+
+def test_search_create_set_takes_a_pruner_whole_or_field_by_field():
+    from webapp.searches.management.commands.search import apply_overrides, parse_overrides
+
+    whole = apply_overrides({}, parse_overrides(['pruner={"name": "curve", "k": 4}', "evaluation.report_every=20"]))
+    by_field = apply_overrides({}, parse_overrides(["pruner.name=curve", "pruner.k=4", "evaluation.report_every=20"]))
+    assert check_config(whole) == check_config(by_field)
+    assert check_config(whole)["pruner"]["k"] == 4 and check_config(whole)["evaluation"]["report_every"] == 20
