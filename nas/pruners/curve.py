@@ -110,9 +110,10 @@ class _Family:
 
 
 def predict(steps: list[float], values: list[float], max_steps: float, seed: int = 0,
-            salt: Any = "") -> tuple[float, float] | None:
+            salt: Any = "", upper: float | None = None) -> tuple[float, float] | None:
     """The predicted value at ``max_steps`` of a curve (larger is better) and its standard deviation, or
-    ``None`` when it cannot be predicted (fewer than 4 finite points). Never raises."""
+    ``None`` when it cannot be predicted (fewer than 4 finite points). Never raises. ``upper``: the best value
+    the metric can take (1 for an accuracy): every family's prediction and bootstrap draw is capped there."""
     x, y = np.asarray(steps, float), np.asarray(values, float)
     keep = np.isfinite(x) & np.isfinite(y) & (x > 0)
     x, y = x[keep], y[keep]
@@ -142,6 +143,8 @@ def predict(steps: list[float], values: list[float], max_steps: float, seed: int
             samples = fitted[:, 0][:, None] + residuals[rng.integers(0, n, size=(n, BOOTSTRAP))]
             _, _, boot = family.fit(samples)
             boot = boot[np.isfinite(boot)]
+            if upper is not None:
+                boot, prediction = np.minimum(boot, upper), np.minimum(prediction, upper)
             if not len(boot):
                 continue
             sse0 = max(float(sse[0]), floor)
@@ -155,6 +158,7 @@ def predict(steps: list[float], values: list[float], max_steps: float, seed: int
     weights = np.exp(-0.5 * (bic - bic.min()))
     weights /= weights.sum()
     mean = float(np.dot(weights, means))
+    mean = min(mean, upper) if upper is not None else mean  # a weighted mean of capped values, up to rounding
     variance = float(np.dot(weights, np.array(variances) + (np.array(means) - mean) ** 2 + np.array(noises)))
     unseen = max(0.0, 1.0 - float(u[-1]))
     spread = math.sqrt(max(variance, 0.0)) + EXTRAPOLATION * unseen * scale
@@ -173,6 +177,8 @@ THRESHOLD = Param("threshold", "float", "Stop when the probability of beating it
                   label="Probability threshold")
 MIN_POINTS = Param("min_points", "int", "Reports needed before a curve is extrapolated.", low=4, high=1_000,
                    label="Minimum reports")
+UPPER = Param("upper", "float", "The best value the watched metric can take (1 for an accuracy): predictions are "
+              "capped there. None: unbounded.", low=-1e12, high=1e12, optional=True, label="Best possible value")
 KNOWN = Param("known_objectives", "objectives", 'Multi-objective: the objectives known before training, as '
               '[name, "max" | "min"] pairs (the search fills them from nsga2\'s).', optional=True,
               label="Known objectives")
@@ -182,13 +188,19 @@ class CurvePruner(Pruner):
     """Stops a candidate whose extrapolated final value is unlikely to beat the ``k``-th best (module doc)."""
 
     name = "curve"
-    PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, THRESHOLD, MIN_POINTS, AUDIT, KNOWN)
+    PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, THRESHOLD, MIN_POINTS, AUDIT, UPPER, KNOWN)
     DEFAULTS: ClassVar[dict[str, Any]] = {"min_steps": 1.0, "k": 5, "threshold": 0.05, "min_points": 5,
-                                          "audit": 0.0, "known_objectives": None}
+                                          "audit": 0.0, "upper": None, "known_objectives": None}
     k: int
     threshold: float
     min_points: int
     known_objectives: list[list[str]] | None
+    upper: float | None
+
+    def _cap(self) -> float | None:
+        """``upper`` in the oriented (larger is better) units the fits see; only a bound on the better side caps."""
+        return self.upper if self.upper is not None and self.direction == "max" else \
+            (-self.upper if self.upper is not None else None)
 
     @classmethod
     def _check_extra(cls, name: str, value: Any) -> Any:
@@ -215,7 +227,7 @@ class CurvePruner(Pruner):
         """The predicted final value of ``id`` (user's units) and its standard deviation, if it can be made."""
         key = str(id)
         curve = self._curves.get(key, [])
-        made = predict([s for s, _ in curve], [v for _, v in curve], self.max_steps, self.seed, key)
+        made = predict([s for s, _ in curve], [v for _, v in curve], self.max_steps, self.seed, key, self._cap())
         return None if made is None else (self.orient(made[0]), made[1])
 
     def _to_beat(self, key: str) -> tuple[float | None, str]:
@@ -233,7 +245,7 @@ class CurvePruner(Pruner):
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
         if len(curve) < self.min_points:
             return GO_ON
-        made = predict([s for s, _ in curve], [v for _, v in curve], self.max_steps, self.seed, key)
+        made = predict([s for s, _ in curve], [v for _, v in curve], self.max_steps, self.seed, key, self._cap())
         if made is None:
             return GO_ON
         mean, spread = made

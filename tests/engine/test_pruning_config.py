@@ -17,11 +17,12 @@ def test_a_pruner_gets_its_defaults_and_checks_twice_the_same():
     config = check_config({"pruner": {"name": "curve", "k": 3}, "evaluation": {"report_every": 10},
                            "training": {"epochs": 8}})
     assert config["pruner"] == {"name": "curve", "min_steps": 1.0, "k": 3, "threshold": 0.05, "min_points": 5,
-                                "audit": 0.0, "known_objectives": None}
+                                "audit": 0.0, "upper": None, "known_objectives": None}
     assert config["evaluation"]["report_every"] == 10
     assert check_config(config) == config
     pruner = build(config)
     assert pruner.name == "curve" and pruner.max_steps == 8.0 and pruner.k == 3
+    assert pruner.upper == 1.0, "the engine's curves are accuracies: predictions are capped at 1"
 
 
 def test_nsga2_curve_pruning_knows_the_objectives_known_before_training():

@@ -82,6 +82,17 @@ def test_curve_stops_hopeless_and_keeps_promising():
     assert high.predicted > 0.88
 
 
+def test_curve_caps_its_predictions_at_the_best_possible_value():
+    steps = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    rising = [0.5, 0.62, 0.72, 0.8, 0.87, 0.93]  # a straight climb extrapolates far past 1
+    free, capped = predict(steps, rising, 20.0), predict(steps, rising, 20.0, upper=1.0)
+    assert free[0] > 1.0 >= capped[0]
+    loss = get_pruner("curve", 0, "min", 20, upper=0.0)
+    for step, value in zip(steps, rising):
+        loss.report("a", step, 1.5 - value)  # a falling loss, never below 0
+    assert loss.prediction("a")[0] >= 0.0
+
+
 def test_curve_multi_objective_stops_only_the_dominated():
     pruner = get_pruner("curve", 0, "max", 20, min_steps=3, k=1, known_objectives=[["params", "min"]])
     pruner.know(0, {"params": 100.0})

@@ -40,6 +40,8 @@ def build(config: dict[str, Any]) -> Pruner:
     if name == "curve" and strategy["name"] == "nsga2" and pruner.get("known_objectives") is None:
         known = [pair for pair in strategy["params"]["objectives"] if pair[0] in KNOWN_BEFORE_TRAINING]
         pruner["known_objectives"] = known or None
+    if name == "curve" and pruner.get("upper") is None:
+        pruner["upper"] = 1.0  # the watched metric is an accuracy
     return get_pruner(name, int(strategy.get("seed", 0)), "max", float(config["training"]["epochs"]), **pruner)
 
 
