@@ -41,8 +41,8 @@ PRUNERS: dict[str, dict[str, Any]] = {
     "none": {},
     "median": {"min_steps": 3, "min_completed": 5},
     "asha": {"min_steps": 2, "eta": 3},
-    "curve": {"min_steps": 3, "k": 5, "threshold": 0.05},
-    "curve (audit 0.2)": {"min_steps": 3, "k": 5, "threshold": 0.05, "audit": 0.2},
+    "curve": {"min_steps": 3, "k": 5, "threshold": 0.05, "upper": 1.0},
+    "curve (audit 0.2)": {"min_steps": 3, "k": 5, "threshold": 0.05, "upper": 1.0, "audit": 0.2},
 }
 TOP = 5
 
@@ -252,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=8, help="evaluation slots (default 8)")
     parser.add_argument("--digits", type=int, default=24, help="real digits architectures (0: skip; default 24)")
     parser.add_argument("--digits-epochs", type=int, default=6, help="epochs per digits architecture (default 6)")
+    parser.add_argument("--digits-pool", default=None,
+                        help="a JSON file of recorded digits curves: read if it exists, else written after training")
     parser.add_argument("--output", default="early_stop")
     args = parser.parse_args(argv)
     report = Report(args.output, "Early stopping: pruners at equal seeds and budgets", command_line(argv, "early_stop.py"))
@@ -270,7 +272,15 @@ def main(argv: list[str] | None = None) -> None:
                + calibration(max(args.seeds // 2, 5), args.epochs))
     report.add("## Engine overhead per progress report\n\n" + engine_overhead())
     if args.digits:
-        pool, seconds = digits_pool(args.digits, args.digits_epochs, 0)
+        cached = Path(args.digits_pool) if args.digits_pool else None
+        if cached is not None and cached.exists():
+            saved = json.loads(cached.read_text())
+            pool, seconds = Pool(saved["steps"], saved["values"], saved["finals"], saved["costs"]), saved["seconds"]
+        else:
+            pool, seconds = digits_pool(args.digits, args.digits_epochs, 0)
+            if cached is not None:
+                cached.write_text(json.dumps({"steps": pool.steps, "values": pool.values, "finals": pool.finals,
+                                              "costs": pool.costs, "seconds": seconds}))
         digits_runs: dict[str, list[dict[str, Any]]] = {name: [] for name in PRUNERS}
         for seed in range(args.seeds):
             shuffled = reorder(pool, seed)
