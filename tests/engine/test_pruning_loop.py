@@ -101,3 +101,21 @@ def test_a_stop_request_for_a_finished_individual_changes_nothing(engine, monkey
     individual.refresh_from_db()
     assert (individual.status, individual.fitness, individual.curve) == before
     assert all(i.status == Individual.Status.DONE for i in Individual.objects.filter(search=search))
+
+
+def test_an_nsga2_search_prunes_with_its_known_objectives_and_ends(engine, monkeypatch):
+    """Multi-objective: the pruner learns each candidate's parameter count from its progress reports (known
+    before training ends, exact) and the search ends with every individual final once."""
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
+    config = {**CONFIG, "strategy": {"name": "nsga2", "seed": 2, "params": {"population": 6, "generations": 3}},
+              "pruner": {"name": "curve", "k": 2, "min_steps": 2, "threshold": 0.2}}
+    search = lifecycle.launch(lifecycle.create_search(owner(), "nsga2 pruned", config))
+    run_in_threads(search)
+    search.refresh_from_db()
+    individuals = assert_each_recorded_once(search, search.evaluations_done)
+    assert {i.status for i in individuals} <= {Individual.Status.DONE, Individual.Status.PRUNED}
+    state = pruner_from_state(search.strategy_state["pruner"]).state_dict()
+    assert state["params"]["known_objectives"] == [["params", "min"]]
+    assert set(state["known"]) == {str(i.number) for i in individuals}
+    for individual in individuals:
+        assert state["known"][str(individual.number)] == [-float(individual.metrics["params"])]
