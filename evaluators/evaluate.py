@@ -21,7 +21,8 @@ from evaluators import measure, summary
 from evaluators.budget import TrainingBudget
 from evaluators.builders import architecture, as_space
 from evaluators.datasets import load_dataset
-from evaluators.result import EvaluationResult
+from evaluators.reporting import Report, report_points, safe
+from evaluators.result import PRUNED, EvaluationResult
 from evaluators.training import Diverged, TimedOut, make_optimizer, train_one_epoch, validate
 
 
@@ -53,7 +54,8 @@ def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) ->
 
 def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, fault: str | None,
          export_to: str | os.PathLike | None, weights_to: BinaryIO | None, report: dict[str, Any],
-         held: dict[str, Any], latency: dict[str, Any] | None = None) -> None:
+         held: dict[str, Any], latency: dict[str, Any] | None = None, progress: Report | None = None,
+         report_every: int | None = None) -> None:
     """Build, train, validate and measure, filling ``report`` as it goes (so a failure keeps what was done);
     the model and optimizer live in ``held`` so the caller can free them after a failure."""
     started = time.perf_counter()
@@ -85,19 +87,47 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
 
     generator = torch.Generator().manual_seed(budget.seed)
     steps = len(data.train_x) // min(budget.batch_size, len(data.train_x))
+    tell, points = safe(progress), set(report_points(steps, budget.epochs, report_every)) if progress else set()
+    trained = 0
+    known = {"params": report["metrics"]["params"], "flops": report["metrics"]["flops"]}  # for multi-objective pruning
+
+    def reported(done: int) -> bool:
+        """After each step: at a report point that is not an epoch's end, validate, report, maybe stop."""
+        nonlocal trained
+        trained = (epoch - 1) * steps + done
+        if trained not in points or done == steps:
+            return False
+        val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline)
+        model.train()
+        report["curve"].append({"epoch": trained / steps, "step": trained, "val_loss": _finite(val_loss),
+                                "val_accuracy": accuracy})
+        report["metrics"].update(accuracy=accuracy, val_loss=_finite(val_loss), epochs=trained / steps)
+        report["stopped"] = tell(trained, trained / steps, {"val_accuracy": accuracy, "val_loss": val_loss, **known})
+        return report["stopped"]
+
     for epoch in range(1, budget.epochs + 1):
         mark = time.perf_counter()
-        train_loss = train_one_epoch(model, data.train_x, data.train_y, optimizer, budget, generator, deadline, fault)
+        train_loss = train_one_epoch(model, data.train_x, data.train_y, optimizer, budget, generator, deadline, fault,
+                                     after_step=reported if points else None)
         measure.synchronize(resolved)
         report["timings"]["train"] += time.perf_counter() - mark
+        if report.get("stopped"):  # stopped mid-epoch: its last report is the curve's last point
+            report["curve"][-1]["train_loss"] = _finite(train_loss)
+            break
         mark = time.perf_counter()
         val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline)
         report["timings"]["validate"] += time.perf_counter() - mark
-        report["curve"].append({"epoch": epoch, "train_loss": _finite(train_loss), "val_loss": _finite(val_loss),
-                                "val_accuracy": accuracy})
+        report["curve"].append({"epoch": epoch, "step": epoch * steps, "train_loss": _finite(train_loss),
+                                "val_loss": _finite(val_loss), "val_accuracy": accuracy})
         report["metrics"].update(accuracy=accuracy, train_loss=_finite(train_loss), val_loss=_finite(val_loss),
                                  epochs=epoch)
-    images = budget.epochs * steps * min(budget.batch_size, len(data.train_x))
+        if epoch < budget.epochs and epoch * steps in points and tell(epoch * steps, float(epoch), {
+                "val_accuracy": accuracy, "val_loss": val_loss, "train_loss": train_loss, **known}):
+            report["stopped"], trained = True, epoch * steps
+            break
+    trained = trained if report.get("stopped") else budget.epochs * steps
+    report["metrics"]["steps"] = trained
+    images = trained * min(budget.batch_size, len(data.train_x))
     report["metrics"]["images_per_second"] = images / max(report["timings"]["train"], 1e-9)
     mark = time.perf_counter()
     report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, resolved, budget.precision)
@@ -132,7 +162,8 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
 
 def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str, device: str, *,
              fault: str | None = None, export_to: str | os.PathLike | None = None,
-             weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None) -> EvaluationResult:
+             weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
+             report: Report | None = None, report_every: int | None = None) -> EvaluationResult:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
     budget (a ``TrainingBudget`` dict) on ``device``, and return its result; never raises.
 
@@ -143,14 +174,18 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     the evaluation succeeds; left untouched otherwise.
     ``latency``: ``{"batch", "repeats"}`` to measure the trained network's optimal inference schedule
     (``evaluators.schedule``): metrics ``latency`` (ms) and ``schedule`` (the report).
+    ``report``: called every ``report_every`` training steps (each epoch's end when ``None``) with the
+    validation metrics (``evaluators.reporting``); when it answers ``True`` the training stops there and the
+    result's status is ``pruned`` (its partial curve, its fitness the last accuracy, its weights as they were).
     """
-    started = time.perf_counter()
+    started, progress = time.perf_counter(), report
     report: dict[str, Any] = {"device": str(device), "fitness": None, "metrics": {}, "curve": [],
                               "timings": {"build": 0.0, "train": 0.0, "validate": 0.0}}
     held: dict[str, Any] = {}
     failure: tuple[str, str] | None = None
     try:
-        _run(genome, space, training, dataset, device, fault, export_to, weights_to, report, held, latency)
+        _run(genome, space, training, dataset, device, fault, export_to, weights_to, report, held, latency, progress,
+             report_every)
     except Invalid as error:
         failure = ("invalid", str(error))
     except Diverged as error:
@@ -184,4 +219,4 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     )
     if failure is not None:
         return EvaluationResult.failed(failure[0], failure[1], **fields)
-    return EvaluationResult(status="ok", fitness=report["fitness"], **fields)
+    return EvaluationResult(status=PRUNED if report.get("stopped") else "ok", fitness=report["fitness"], **fields)

@@ -12,9 +12,10 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-#: ``status`` values: a finished evaluation, or one that failed with a reason.
-OK, FAILED = "ok", "failed"
-STATUSES = (OK, FAILED)
+#: ``status`` values: a finished evaluation, one a pruner stopped early (a partial curve; its fitness is the
+#: last value observed), or one that failed with a reason.
+OK, FAILED, PRUNED = "ok", "failed", "pruned"
+STATUSES = (OK, FAILED, PRUNED)
 #: The failure reasons the engine itself gives (evaluators may give others: they are kept as they are).
 FAILURES = {
     "oom": "out of memory on the evaluating device",
@@ -42,7 +43,8 @@ class EvaluationResult:
     """One evaluation's outcome: a fitness (higher is better) with its metrics, or a failure with its reason.
 
     Attributes:
-        status: ``ok`` or ``failed``.
+        status: ``ok``, ``pruned`` (stopped early on the loop's request: partial curve, fitness observed at the
+            stop, weights as they were) or ``failed``.
         fitness: the value the strategy ranks by (validation accuracy when trained); ``None`` when failed.
         failure: the reason when failed (see :data:`FAILURES`).
         message: the failure in words (a traceback's last lines for ``error``).
@@ -75,6 +77,11 @@ class EvaluationResult:
     @property
     def ok(self) -> bool:
         return self.status == OK and self.fitness is not None and math.isfinite(self.fitness)
+
+    @property
+    def pruned(self) -> bool:
+        """Stopped early by the loop's pruner, with a fitness observed before the stop."""
+        return self.status == PRUNED and self.fitness is not None and math.isfinite(self.fitness)
 
     @classmethod
     def failed(cls, reason: str, message: str, **fields: Any) -> EvaluationResult:
@@ -119,8 +126,8 @@ class EvaluationResult:
         fitness = data.get("fitness")
         if fitness is not None and _finite_or_none(fitness) is None:
             raise MalformedResult(f"fitness must be a finite number or null (got {fitness!r})")
-        if status == OK and fitness is None:
-            raise MalformedResult("an ok result needs a fitness")
+        if status in (OK, PRUNED) and fitness is None:
+            raise MalformedResult("an ok result needs a fitness" if status == OK else "a pruned result needs a fitness")
         normalization = data.get("normalization")
         if normalization is not None and not _is_normalization(normalization):
             raise MalformedResult(f"normalization must be {{'mean': [...], 'std': [...]}} (got {normalization!r})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -66,8 +67,11 @@ def _check_finite(total: torch.Tensor, steps: int) -> None:
 
 def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: torch.optim.Optimizer,
                     budget: TrainingBudget, generator: torch.Generator, deadline: float | None = None,
-                    fault: str | None = None) -> float:
+                    fault: str | None = None, after_step: Callable[[int], bool] | None = None) -> float:
     """One pass over ``(x, y)`` in a shuffled order drawn from ``generator``, full batches only; the mean loss.
+
+    ``after_step(steps done in this epoch)`` is called after each step; ``True`` ends the epoch there (an early
+    stop), and the mean is over the steps done.
 
     ``deadline`` is a ``time.perf_counter()`` value; ``fault`` is a test hook (``"oom"`` raises a real
     ``torch.OutOfMemoryError`` inside the step, ``"nan"`` poisons the loss) that exercises the real recovery
@@ -97,6 +101,9 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
             _check_finite(total, step + 1)
         if deadline is not None and time.perf_counter() > deadline:
             raise TimedOut(f"the wall-time cap passed during training (step {step + 1} of {steps})")
+        if after_step is not None and after_step(step + 1):
+            steps = step + 1
+            break
     mean = float(total) / steps
     _check_finite(torch.tensor(mean), steps)
     if mean > DIVERGENCE_FACTOR * math.log(max(int(logits.shape[1]), 2)):

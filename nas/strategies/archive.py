@@ -118,7 +118,7 @@ def clean_result(result: Result) -> Result:
     elif fitness is None and failure is None:
         failure = "no fitness"
     objectives = {str(k): float(v) for k, v in result.objectives.items() if v is not None and math.isfinite(v)}
-    return Result(fitness=fitness, objectives=objectives, failure=failure)
+    return Result(fitness=fitness, objectives=objectives, failure=failure, pruned=bool(result.pruned))
 
 
 def space_config(space: SearchSpace) -> dict[str, Any]:

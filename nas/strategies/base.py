@@ -35,11 +35,17 @@ class Candidate:
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """What an evaluation gave back: a fitness (higher is better) and named objectives, or a failure."""
+    """What an evaluation gave back: a fitness (higher is better) and named objectives, or a failure.
+
+    A pruned result (``pruned=True``: a pruner stopped its training early) is a success whose fitness is an
+    estimate: the pruner's predicted final value when it made one (``curve``), else the best value observed
+    before the stop (``median``, ``asha``). Strategies rank and breed from it like any other result.
+    """
 
     fitness: float | None = None
     objectives: dict[str, float] = dataclasses.field(default_factory=dict)
     failure: str | None = None  #: the reason when it failed (``oom``, ``diverged``, ``timeout``, ...)
+    pruned: bool = False  #: stopped early by a pruner: ``fitness`` is predicted or partial
 
     @property
     def ok(self) -> bool:
@@ -50,7 +56,11 @@ class Result:
         return float(self.fitness) if self.ok else -math.inf
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """JSON data; ``pruned`` only when set, so states saved before the field existed stay as they were."""
+        data = dataclasses.asdict(self)
+        if not self.pruned:
+            del data["pruned"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:

@@ -87,14 +87,19 @@ class IntSpace(SearchSpace):
         }
 
 
-def evaluate(candidate: Candidate, fail_every: int = 4) -> Result:
+def evaluate(candidate: Candidate, fail_every: int = 4, prune_every: int = 0) -> Result:
     """A deterministic result: ids ``fail_every - 1, 2 * fail_every - 1, ...`` fail (``0``: none do); the others
-    get a fitness in ``[0, 1)`` and objectives ``accuracy`` (the fitness) and ``params`` from the genome's key."""
+    get a fitness in ``[0, 1)`` and objectives ``accuracy`` (the fitness) and ``params`` from the genome's key.
+    With ``prune_every``, ids ``0, prune_every, 2 * prune_every, ...`` that do not fail are pruned: half the
+    fitness (a partial curve's value), ``pruned=True``."""
     if fail_every and candidate.id % fail_every == fail_every - 1:
         return Result.failed("oom")
     digest = hashlib.sha256(candidate.key.encode()).digest()
     fitness = int.from_bytes(digest[:4], "big") / 2**32
-    return Result(fitness=fitness, objectives={"accuracy": fitness, "params": float(digest[4] * 1000 + digest[5])})
+    params = float(digest[4] * 1000 + digest[5])
+    if prune_every and candidate.id % prune_every == 0:
+        return Result(fitness=fitness / 2, objectives={"accuracy": fitness / 2, "params": params}, pruned=True)
+    return Result(fitness=fitness, objectives={"accuracy": fitness, "params": params})
 
 
 @dataclasses.dataclass
@@ -114,7 +119,8 @@ def round_trip(strategy: Strategy, space: SearchSpace) -> Strategy:
 
 
 def drive(
-    strategy: Strategy, space: SearchSpace, fail_every: int = 4, resume_at: Collection[int] = ()
+    strategy: Strategy, space: SearchSpace, fail_every: int = 4, resume_at: Collection[int] = (),
+    prune_every: int = 0,
 ) -> Run:
     """Run ``strategy`` to ``done`` with :data:`SCHEDULE` and :func:`evaluate`; before each step in
     ``resume_at`` the strategy is replaced by :func:`round_trip` of itself, as after a crash."""
@@ -137,7 +143,7 @@ def drive(
         order = outstanding[::-2] + outstanding[-2::-2]  # newest first, every other one, then the rest
         told = order[: max(1, len(order) // 2)] if batch else order
         for candidate in told:
-            strategy.tell(candidate.id, evaluate(candidate, fail_every))
+            strategy.tell(candidate.id, evaluate(candidate, fail_every, prune_every))
         outstanding = [c for c in outstanding if c not in told]
     raise AssertionError(f"{strategy.name} is not done after {MAX_STEPS} steps")
 
@@ -200,6 +206,24 @@ class StrategyContract:
         for c in run.asked:
             assert not failed & set(c.parents), f"{c} was bred from a failed candidate"
         assert all(result.ok for _, result in run.strategy.best(None))
+
+    def test_pruned_results_are_kept_as_pruned_and_resume(
+        self, space: SearchSpace, make_strategy: MakeStrategy
+    ) -> None:
+        """A pruned result (early-stopped, fitness predicted or partial) is a success the strategy keeps as
+        pruned through its JSON state; a run with pruned results ends and resumes exactly."""
+        plain = drive(make_strategy(space, 8), space, prune_every=3)
+        told = {c.id: r for c, r in plain.strategy.best(None)}
+        pruned = [c.id for c in plain.asked if evaluate(c, 4, 3).pruned]
+        assert pruned, "the schedule should have pruned some candidates"
+        for cid in pruned:
+            if cid in told:
+                assert told[cid].pruned and told[cid].ok
+        state = json.loads(json.dumps(plain.strategy.state_dict(), allow_nan=False))
+        assert any(r.get("pruned") for _, r in state["results"]), "the state lost the pruned flag"
+        resumed = drive(make_strategy(space, 8), space, resume_at=(2, 5), prune_every=3)
+        assert [c.to_dict() for c in resumed.asked] == [c.to_dict() for c in plain.asked]
+        assert json.dumps(resumed.strategy.state_dict()) == json.dumps(plain.strategy.state_dict())
 
     def test_a_run_where_everything_fails_still_ends(self, space: SearchSpace, make_strategy: MakeStrategy) -> None:
         run = drive(make_strategy(space, 4), space, fail_every=1)

@@ -70,6 +70,10 @@
       const applies = input.dataset.strategies.split(" ").includes(strategy.value);
       input.closest(".field").hidden = !applies;
     }
+    const pruner = field("pruner");
+    for (const input of form.querySelectorAll("[data-pruners]")) {
+      input.closest(".field").hidden = !pruner || !input.dataset.pruners.split(" ").includes(pruner.value);
+    }
     const duration = document.getElementById("row-sim_duration");
     if (duration) duration.hidden = evaluation.value !== "simulated";
     const weights = document.getElementById("row-keep_weights");
@@ -79,6 +83,7 @@
 
   strategy.addEventListener("change", update);
   evaluation.addEventListener("change", update);
+  if (field("pruner")) field("pruner").addEventListener("change", update);
   form.addEventListener("input", estimate);
   form.addEventListener("change", estimate);
   update();

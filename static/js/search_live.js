@@ -9,7 +9,7 @@
   const CONFIG = {responsive: true, displaylogo: false};
   const FINAL = new Set(["finished", "stopped", "failed"]);
   const state = {seq: 0, plotted: new Set(), best: null, start: null, nodeCounts: {}, socket: null,
-                 retry: 500, holdUntil: 0, lastResume: 0, status: null, pending: {}, flushTimer: null, dropped: 0,
+                 retry: 500, holdUntil: 0, lastResume: 0, status: null, pending: {}, prunes: {}, flushTimer: null, dropped: 0,
                  running: {}, skew: 0, runningDrawn: 0};
 
   function csrf() {
@@ -153,7 +153,8 @@
           customdata: [p.number]},
           {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
            hovertemplate: "%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>"});
-    if (!failed) {
+    endCurve(p);
+    if (!failed && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
       state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
       queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines",
             line: {shape: "hv", width: 3}});
@@ -167,6 +168,56 @@
     queue("gantt", label, {x: [start, t, null], y: [slot, slot, null], text: [hover(p), hover(p), null]},
           {type: "scattergl", mode: "lines", line: {width: 12}, connectgaps: false,
            hovertemplate: "%{text}<extra>%{fullData.name}</extra>"});
+  }
+
+  // Learning curves: one trace per individual ("#<number>", as webapp/dashboard/curve_chart.py names them),
+  // grown by its progress events; when it ends, recoloured by how it ended (pruned: red, with the prediction).
+  const CURVE_STYLES = {running: {color: "rgba(230, 145, 30, 0.9)", width: 2},
+                        done: {color: "rgba(60, 110, 180, 0.55)", width: 1.5},
+                        pruned: {color: "rgba(194, 59, 50, 0.75)", width: 1.5},
+                        failed: {color: "rgba(120, 120, 120, 0.4)", width: 1}};
+  const Z90 = 1.6448536269514722;
+
+  function growCurve(data) {
+    const point = data.point || {};
+    if (point.val_accuracy === undefined || point.val_accuracy === null) return;
+    queue("curves", "#" + data.number, {x: [point.epoch], y: [point.val_accuracy]},
+          {type: "scatter", mode: "lines", showlegend: false, line: CURVE_STYLES.running,
+           hovertemplate: "#" + data.number + " (running)<br>epoch %{x}: %{y:.4f}<extra></extra>"});
+    if (data.prune && data.prune.stop) state.prunes[data.number] = Object.assign({}, data.prune,
+                                                                                   {last: [point.epoch, point.val_accuracy]});
+  }
+
+  function endCurve(p, retried) {
+    const el = chart("curves");
+    if (!el || !el.data) return;
+    const index = el.data.findIndex((t) => t.name === "#" + p.number);
+    if (index < 0) {  // its last points may still wait in the batch: once more after it is drawn
+      if (!retried) setTimeout(() => endCurve(p, true), 250);
+      return;
+    }
+    const style = CURVE_STYLES[p.status] || CURVE_STYLES.done;
+    Plotly.restyle(el, {line: [style], hovertemplate: ["#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"]}, [index]);
+    const prune = state.prunes[p.number];
+    if (p.status === "pruned" && prune && prune.predicted !== null && prune.predicted !== undefined) {
+      const end = Number(root.dataset.epochs) || prune.last[0];
+      Plotly.addTraces(el, {type: "scatter", mode: "lines+markers", name: "#" + p.number + " predicted",
+        x: [prune.last[0], end], y: [prune.last[1], prune.predicted], showlegend: false,
+        line: Object.assign({dash: "dash"}, CURVE_STYLES.pruned), marker: {size: 4},
+        error_y: {type: "data", array: [0, Z90 * (prune.spread || 0)], visible: true, color: CURVE_STYLES.pruned.color},
+        hovertemplate: "#" + p.number + ": " + (prune.reason || "") + "<extra>predicted</extra>"});
+    }
+    delete state.prunes[p.number];
+  }
+
+  function showPruning(pruning) {
+    if (!pruning) return;
+    let text = "pruned " + pruning.pruned + ": " + Math.round(pruning.epochs_trained) + " of " +
+      Math.round(pruning.epochs_budget) + " epochs trained (" +
+      Math.round(100 * (1 - pruning.epochs_trained / Math.max(pruning.epochs_budget, 1e-9))) + "% saved)";
+    const audit = pruning.audit || {};
+    if (audit.finished) text += "; false stops " + Math.round(100 * (audit.rate || 0)) + "% of " + audit.finished + " audited";
+    setText("pruning-saved", text);
   }
 
   // The table's node filter offers every node seen so far, those that joined after the page loaded included.
@@ -208,6 +259,7 @@
     setText("best-fitness", fmt(data.best_fitness, 4));
     const stats = data.stats;
     showSummary(stats);
+    showPruning(data.pruning);
     if (stats && stats.ideal) {
       queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines"});
       const held = stats.held !== undefined ? stats.held : stats.ideal;
@@ -243,6 +295,7 @@
       if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
     }
     else if (event.type === "search.progress") progress(event);
+    else if (event.type === "individual.progress") { growCurve(event.data); return; }
     else if (event.type === "search.status") {
       state.status = event.data.status;
       setText("search-status", event.data.status);

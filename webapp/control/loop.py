@@ -24,7 +24,7 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import faults, kept, lease, recording, strategy_store
+from webapp.control import faults, kept, lease, pruning, recording, strategy_store
 from webapp.control.lease import LeaseLost
 from webapp.messaging import gangs, messages, signing, transport
 from webapp.searches import accounting, broadcast
@@ -60,6 +60,7 @@ class SearchLoop:
         else:
             strategy = config["strategy"]
             self.strategy = get_strategy(strategy["name"], self.space, strategy["seed"], **strategy["params"])
+        self.pruning = pruning.Pruning(self.search)
         self.pool = config["pool"]
         self.population = int(config["strategy"]["params"].get("population", 20))
         self._renewed = 0.0
@@ -169,6 +170,7 @@ class SearchLoop:
                 batch.events.append(("search.progress", recording.save_progress(search, self.strategy, batch.recorded)))
             else:
                 recording.save_stats(search)
+            self.pruning.save(search)
             broadcast.notify_many(self.search_id, batch.events)
         self.search = search
         transport.ack_messages(self.search_id, raw)
@@ -183,13 +185,16 @@ class SearchLoop:
 
     def _progress(self, search: Search, individual: Individual, message: messages.Progress, batch: Batch) -> None:
         if recording.record_progress(individual, message):
+            decision = self.pruning.progress(individual, message)
             batch.events.append(("individual.progress", {"id": individual.pk, "number": individual.number,
-                                                          "point": individual.curve[-1]}))
+                                                          "point": individual.curve[-1],
+                                                          **({"prune": individual.prune} if decision else {})}))
 
     def _result(self, search: Search, individual: Individual, message: messages.Result, batch: Batch) -> None:
         nbytes = len(json.dumps(messages.to_dict(message)))
         result = recording.record_result(search, individual, message, nbytes=nbytes)
         if result is not None:
+            result = self.pruning.result(search, individual, message.result, result)
             self.strategy.tell(individual.number, result)
             batch.recorded.append(individual)
             batch.events.append(("individual.finished", broadcast.individual_event(individual)))
@@ -255,10 +260,12 @@ class SearchLoop:
             for individual in individuals:
                 result = recording.fail_individual(search, individual, reason, text)
                 if result is not None:
+                    result = self.pruning.result(search, individual, None, result)
                     self.strategy.tell(individual.number, result)
                     recorded.append(individual)
                     events.append(("individual.finished", broadcast.individual_event(individual)))
             events.append(("search.progress", recording.save_progress(search, self.strategy, recorded)))
+            self.pruning.save(search)
             broadcast.notify_many(self.search_id, events)
         self.search = search
 

@@ -110,7 +110,10 @@ def record_progress(individual: Individual, message: messages.Progress) -> bool:
 
 
 def strategy_result(result: EvaluationResult) -> Result:
-    """The strategy's view of an evaluation: fitness plus every numeric metric as an objective."""
+    """The strategy's view of an evaluation: fitness plus every numeric metric as an objective (a pruned one:
+    the fitness it had when stopped, ``pruned``; the loop's pruning may replace it by its prediction)."""
+    if result.pruned:
+        return Result(fitness=result.fitness, objectives=result.objectives(), pruned=True)
     if not result.ok:
         return Result.failed(result.failure or "error")
     return Result(fitness=result.fitness, objectives=result.objectives())
@@ -122,7 +125,10 @@ def record_result(search: Search, individual: Individual, message: messages.Resu
         return None
     payload, origin = message.result, message.origin
     result = strategy_result(payload)
-    individual.status = Individual.Status.DONE if result.ok else Individual.Status.FAILED
+    individual.status = (Individual.Status.PRUNED if result.pruned else Individual.Status.DONE) if result.ok \
+        else Individual.Status.FAILED
+    epochs = payload.metrics.get("epochs")
+    individual.epochs_trained = float(epochs) if isinstance(epochs, (int, float)) and result.ok else None
     individual.fitness = result.fitness if result.ok else None
     individual.metrics = {**payload.metrics, "timings": payload.timings, "peak_memory_bytes": payload.peak_memory_bytes,
                           **({"normalization": payload.normalization} if payload.normalization else {})}
@@ -162,7 +168,7 @@ def fail_individual(search: Search, individual: Individual, reason: str, text: s
 
 def _count_final(search: Search, result: Result) -> None:
     search.evaluations_done += 1
-    if result.ok and (search.best_fitness is None or result.fitness > search.best_fitness):
+    if result.ok and not result.pruned and (search.best_fitness is None or result.fitness > search.best_fitness):
         search.best_fitness = result.fitness
 
 
@@ -230,5 +236,6 @@ def end_search(search: Search, status: str, reason: str) -> dict[str, Any]:
 
 def progress(search: Search) -> dict[str, Any]:
     return {"status": search.status, "done": search.evaluations_done, "total": search.evaluations_total,
-            "best_fitness": search.best_fitness, "stats": accounting.summary(search.stats)}
+            "best_fitness": search.best_fitness, "stats": accounting.summary(search.stats),
+            **({"pruning": search.stats["pruning"]} if "pruning" in (search.stats or {}) else {})}
 

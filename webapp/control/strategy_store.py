@@ -17,6 +17,8 @@ from webapp.searches.models import ArchiveRow, Search
 
 #: The state's key that holds how many rows of each append-only list belong to it.
 ROWS = "archive_rows"
+#: The state's key that holds the search's pruner state (``webapp.control.pruning``), saved beside the strategy's.
+PRUNER = "pruner"
 
 
 def save(search: Search, strategy: Strategy) -> None:
@@ -34,7 +36,7 @@ def save(search: Search, strategy: Strategy) -> None:
                     for i in range(have.get(key, 0), len(entries)))
     if rows:
         ArchiveRow.objects.bulk_create(rows)
-    search.strategy_state = {**state, ROWS: counts}
+    search.strategy_state = {**state, ROWS: counts, **({PRUNER: saved[PRUNER]} if PRUNER in saved else {})}
 
 
 def load(search: Search, space: SearchSpace) -> Strategy:
@@ -42,6 +44,7 @@ def load(search: Search, space: SearchSpace) -> Strategy:
     expected: rows and state are written in one transaction) are deleted, so the next save can write those
     places again."""
     state: dict[str, Any] = dict(search.strategy_state)
+    state.pop(PRUNER, None)
     if ROWS in state:
         counts = state.pop(ROWS)
         for key, count in counts.items():

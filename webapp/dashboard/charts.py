@@ -81,7 +81,7 @@ def _empty(layout: dict[str, Any]) -> dict[str, Any]:
 
 
 def final(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [p for p in points if p.get("status") in ("done", "failed") and p.get("finished") is not None]
+    return [p for p in points if p.get("status") in ("done", "pruned", "failed") and p.get("finished") is not None]
 
 
 def fitness_scatter(points: list[dict[str, Any]]) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def best_so_far(points: list[dict[str, Any]]) -> dict[str, Any]:
     """The best fitness found up to each successful result (a step line that reaches the latest result)."""
     xs, ys, best = [], [], None
     for point in sorted(final(points), key=lambda p: p["finished"]):
-        if point["fitness"] is not None:
+        if point["fitness"] is not None and point.get("status") != "pruned":  # a partial value is no result
             best = point["fitness"] if best is None else max(best, point["fitness"])
             xs.append(ms(point["finished"]))
             ys.append(best)

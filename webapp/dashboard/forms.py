@@ -15,6 +15,7 @@ from django import forms
 from evaluators import budget
 from evaluators.catalog import DATASETS
 from nas.spaces import SPACES
+from nas.pruners import PRUNERS
 from nas.strategies import STRATEGIES
 from nas.strategies.archive import MAX_SEED
 from webapp.searches.config import (
@@ -29,8 +30,27 @@ DEFAULTS: dict[str, Any] = {
     "evaluation": "train", "sim_duration": SIMULATED_FIELDS["duration"][0],
     "keep_weights": TRAINED_FIELDS["keep_weights"][0],
     **{_name: value for _name, value in budget.defaults().items() if _name != "seed" and value is not None},
-    "training_seed": 0,
+    "training_seed": 0, "pruner": "none",
 }
+
+
+def pruner_params() -> dict[str, dict[str, Any]]:
+    """Every pruner parameter a form shows (by name, as ``pruner_<name>``), with the pruners that take it; the
+    multi-objective ``known_objectives`` is filled from nsga2's objectives by the engine, not asked."""
+    params: dict[str, dict[str, Any]] = {}
+    for name, cls in PRUNERS.items():
+        for described in cls.describe_params():
+            if described["type"] in ("int", "float"):
+                params.setdefault(described["name"], {**described, "pruners": []})["pruners"].append(name)
+    return params
+
+
+def _pruner_field(described: dict[str, Any]) -> forms.Field:
+    kind = forms.IntegerField if described["type"] == "int" else forms.FloatField
+    return kind(label=described["label"], required=False, min_value=described["low"], max_value=described["high"],
+                help_text=f"{described['help']} Blank: the pruner's default ({described['default']}).",
+                widget=forms.NumberInput(attrs={"data-pruners": " ".join(described["pruners"]),
+                                                "step": "any" if described["type"] == "float" else "1"}))
 
 
 def strategy_params() -> dict[str, dict[str, Any]]:
@@ -99,6 +119,12 @@ class SearchForm(forms.Form):
         help_text="Blank: off. Each trained network's optimal inference schedule is measured on its worker's "
                   "device: the objective latency (ms) and the schedule on its page.",
         widget=forms.NumberInput(attrs={"step": "1"}))
+    pruner = forms.ChoiceField(label="Early stopping", choices=[(n, n) for n in PRUNERS], required=False,
+                               help_text="none: every candidate trains its full budget; median, asha, curve: stop "
+                                         "unpromising ones early (see the README).")
+    report_every = forms.IntegerField(label="Report every (steps)", required=False, min_value=1,
+                                      help_text="Training steps between two reports of the learning curve. Blank: "
+                                                "once per epoch.", widget=forms.NumberInput(attrs={"step": "1"}))
     sim_duration = forms.FloatField(label="Simulated seconds per evaluation", required=False,
                                     min_value=SIMULATED_FIELDS["duration"][2], max_value=SIMULATED_FIELDS["duration"][3],
                                     widget=forms.NumberInput(attrs={"step": "any"}))
@@ -114,8 +140,12 @@ class SearchForm(forms.Form):
         self.budget_fields = [form_name(name) for name in budget.rules()]
         for name, rule in budget.rules().items():
             self.fields[form_name(name)] = _budget_field(name, rule)
+        self.pruner_params = pruner_params()
+        for name, described in self.pruner_params.items():
+            self.fields[f"pruner_{name}"] = _pruner_field(described)
         self.order_fields(["name", "space", "strategy", *self.params, "seed", "dataset", *self.budget_fields,
-                           "pool", "evaluation", "keep_weights", "latency_batch", "sim_duration"])
+                           "pool", "evaluation", "keep_weights", "latency_batch", "sim_duration", "pruner",
+                           *(f"pruner_{name}" for name in self.pruner_params), "report_every"])
         self.config: dict[str, Any] | None = None
 
     @classmethod
@@ -129,6 +159,10 @@ class SearchForm(forms.Form):
                    "strategy": strategy["name"], "seed": strategy["seed"], "dataset": config["dataset"],
                    "pool": config["pool"], "evaluation": evaluation["mode"],
                    **{form_name(k): v for k, v in config["training"].items()}}
+        pruner = dict(config.get("pruner") or {"name": "none"})
+        initial["pruner"] = pruner.pop("name")
+        initial.update({f"pruner_{k}": v for k, v in pruner.items() if not isinstance(v, (list, type(None)))})
+        initial["report_every"] = evaluation.get("report_every")
         if evaluation["mode"] == "train":
             initial["keep_weights"] = evaluation.get("keep_weights")
         else:
@@ -168,10 +202,12 @@ class SearchForm(forms.Form):
         if data.get("latency_batch"):
             evaluation["latency"] = {**((base or {}).get("evaluation", {}).get("latency") or {}),
                                      "batch": data["latency_batch"]}
+        if data.get("report_every") is not None:
+            evaluation["report_every"] = data["report_every"]
         space = {"name": data["space"]}
         if base and base["space"]["name"] == data["space"]:
             space = base["space"]
-        return {
+        config = {
             "space": space,
             "strategy": {"name": strategy, "seed": data["seed"], "params": params},
             "dataset": data["dataset"],
@@ -179,6 +215,11 @@ class SearchForm(forms.Form):
             "evaluation": evaluation,
             "pool": data["pool"],
         }
+        if data.get("pruner") and data["pruner"] != "none":
+            taken = {p.name for p in PRUNERS[data["pruner"]].PARAMS}
+            config["pruner"] = {"name": data["pruner"], **{name: data[f"pruner_{name}"] for name in self.pruner_params
+                                                            if name in taken and data.get(f"pruner_{name}") is not None}}
+        return config
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -195,9 +236,11 @@ def field_for(dotted: str, fields) -> str | None:
     """The form field a ``ConfigError``'s dotted field names (``strategy.params.population`` -> population)."""
     special = {"strategy.name": "strategy", "strategy.seed": "seed", "evaluation.duration": "sim_duration",
                "evaluation.mode": "evaluation", "evaluation.keep_weights": "keep_weights",
-               "training.seed": "training_seed"}
+               "training.seed": "training_seed", "pruner.name": "pruner", "evaluation.report_every": "report_every"}
     if dotted in special:
         return special[dotted]
+    if dotted.startswith("pruner.") and f"pruner_{dotted[7:]}" in fields:
+        return f"pruner_{dotted[7:]}"
     last = dotted.rsplit(".", 1)[-1]
     if last in fields:
         return last

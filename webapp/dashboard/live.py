@@ -6,7 +6,9 @@ import time
 from typing import Any
 
 from webapp.dashboard import charts
+from webapp.dashboard.curve_chart import search_curves
 from webapp.searches import accounting
+from webapp.searches.pruning_stats import saved_epochs
 from webapp.services import queries
 from webapp.searches.models import Search
 
@@ -23,11 +25,13 @@ def snapshot(search: Search) -> dict[str, Any]:
     running, now = queries.running_points(search), time.time()
     figures = charts.search_figures(points, summary, queries.speedup_history(search, points), start,
                                     queries.pareto_points(search), objectives, running, now)
+    figures["curves"] = search_curves(search)
     return {
         "seq": seq, "search": queries.search_row(search), "summary": summary, "figures": figures,
         "plotted": [p["number"] for p in points], "start": start, "objectives": objectives,
         "best": max((p["fitness"] for p in points if p["fitness"] is not None), default=None),
         "node_counts": _node_counts(points), "running": running, "now": now,
+        "pruning": saved_epochs(search.stats),
     }
 
 

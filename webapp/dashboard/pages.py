@@ -10,11 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, charts, csp, display, weights_pages
+from webapp.dashboard import architecture, csp, display, weights_pages
 from webapp.dashboard.access import owned_individual, owned_search
+from webapp.dashboard.curve_chart import individual_curve
 from webapp.dashboard.forms import SearchForm
 from webapp.dashboard.schedules import schedule_view
 from webapp.searches.models import Search
+from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.services import estimates, exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
 
@@ -117,7 +119,8 @@ def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     return render(request, "dashboard/search_detail.html", {
         "search": search, "row": queries.search_row(search), "nodes": queries.nodes_of(search),
         "config_json": json.dumps(search.config, indent=2), "multi": bool(queries.objectives_of(search)),
-        "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "failed"],
+        "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
+        "pruning_text": describe_pruning(search.stats),
     })
 
 
@@ -167,7 +170,7 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "fitness": display.metric("fitness", individual.fitness),
         "duration": display.seconds(individual.duration),
         "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
-        "curve_figure": charts.learning_curve(individual.curve) if individual.curve else None,
+        "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),
     })

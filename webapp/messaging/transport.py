@@ -104,6 +104,11 @@ def admit_key(search_id: int) -> str:
     return f"nas:admit:{search_id}"
 
 
+def prune_key(search_id: int, individual_id: int) -> str:
+    """Set by the loop when its pruner stops an individual; its worker reads it after each progress report."""
+    return f"nas:prune:{search_id}:{individual_id}"
+
+
 # --- worker side --------------------------------------------------------------------------------------------
 
 
@@ -169,6 +174,16 @@ def is_done(search_id: int, individual_id: int) -> bool:
 
 def is_stopped(search_id: int) -> bool:
     return bool(client().exists(stop_key(search_id)))
+
+
+def is_pruned(search_id: int, individual_id: int) -> bool:
+    """Whether the loop asked to stop this individual's training (early stopping)."""
+    return bool(client().exists(prune_key(search_id, individual_id)))
+
+
+def request_prune(search_id: int, individual_id: int) -> None:
+    """Ask the worker training this individual to stop at its next report (a finished one is not affected)."""
+    client().set(prune_key(search_id, individual_id), "1", ex=KEEP)
 
 
 def announce_slot(node: str, device: str, slot: int, info: dict[str, Any]) -> None:
@@ -298,7 +313,7 @@ def forget_search(search_id: int) -> None:
     redis_ = client()
     redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id), admit_key(search_id))
     for pattern in (f"nas:hb:{search_id}:*", f"nas:starts:{search_id}:*", f"nas:done:{search_id}:*",
-                    f"nas:kept:{search_id}:*"):
+                    f"nas:kept:{search_id}:*", f"nas:prune:{search_id}:*"):
         keys = list(redis_.scan_iter(match=pattern, count=1000))
         if keys:
             redis_.delete(*keys)

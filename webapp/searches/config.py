@@ -25,6 +25,7 @@ from evaluators import budget
 from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
+from webapp.searches import pruner_config
 from webapp.searches.checks import POOL, POOL_RULE, ConfigError, check_pool
 from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import fields as _fields
@@ -72,16 +73,28 @@ def check_training(data: Any) -> dict[str, Any]:
 
 
 def check_evaluation(data: Any) -> dict[str, Any]:
+    checked = _check_evaluation(data)
+    try:  # early stopping's fields (webapp.searches.pruner_config), present only when set
+        if isinstance(data, dict) and data.get("report_every") is not None:
+            checked["report_every"] = pruner_config.check_report_every(data["report_every"])
+        if checked["mode"] == "simulated" and isinstance(data, dict) and "curves" in data:
+            checked["curves"] = pruner_config.check_curves(data["curves"])
+    except pruner_config.PrunerConfigError as error:
+        raise ConfigError(error.field, error.message) from None
+    return checked
+
+
+def _check_evaluation(data: Any) -> dict[str, Any]:
     data = {"mode": "train"} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency", "devices"])
+        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency", "devices", "report_every"])
         return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS), **check_latency(data.get("latency")),
                 **_gangs(data, False)}
     data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults", "latency", "devices",
-                                         "efficiency"])
+                                         "efficiency", "report_every", "curves"])
     checked = {"mode": mode, **_fields("evaluation", data, SIMULATED_FIELDS), **check_latency(data.get("latency")),
                **_gangs(data, True)}
     checked["distribution"] = _choice("evaluation.distribution", data.get("distribution", "fixed"), DISTRIBUTIONS)
@@ -127,10 +140,9 @@ def check_config(data: Any) -> dict[str, Any]:
         raise ConfigError("config", f"must be an object (got {type(data).__name__})")
     kind = _choice("kind", data.get("kind", "architecture"), KINDS)
     if kind == "weights":  # seed 001: a network's weights evolved by ES (webapp.searches.weights_config)
-
         return check_weights_config(data)
     data = {key: value for key, value in data.items() if key != "kind"}
-    allowed = ["dataset", "evaluation", "pool", "space", "strategy", "training"]
+    allowed = ["dataset", "evaluation", "pool", "pruner", "space", "strategy", "training"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:
         raise ConfigError(str(unknown[0])[:100], f"unknown field; the fields are {', '.join(allowed)}")
@@ -164,7 +176,11 @@ def check_config(data: Any) -> dict[str, Any]:
         "pool": check_pool(data.get("pool", "eval")),
     }
     _check_objectives_measured(checked["strategy"], checked["evaluation"])
-    return checked
+    try:
+        pruner = pruner_config.check_pruner(data.get("pruner"), checked["training"]["epochs"])
+    except pruner_config.PrunerConfigError as error:
+        raise ConfigError(error.field, error.message) from None
+    return {**checked, "pruner": pruner} if pruner is not None else checked
 
 
 def _param_named(message: str, params: dict[str, Any]) -> str:

@@ -54,9 +54,10 @@ class Individual(models.Model):
         QUEUED = "queued", "queued"
         RUNNING = "running", "running"
         DONE = "done", "done"
+        PRUNED = "pruned", "pruned"  # stopped early by the search's pruner: partial curve
         FAILED = "failed", "failed"
 
-    FINAL = (Status.DONE, Status.FAILED)
+    FINAL = (Status.DONE, Status.PRUNED, Status.FAILED)
 
     search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="individuals")
     number = models.PositiveIntegerField(help_text="The strategy's candidate id: 0, 1, 2, ... in the order asked.")
@@ -71,6 +72,11 @@ class Individual(models.Model):
     fitness = models.FloatField(null=True, blank=True, db_index=True)
     metrics = models.JSONField(default=dict, blank=True, help_text="Accuracy, params, FLOPs, latency, timings ...")
     curve = models.JSONField(default=list, blank=True, help_text="Loss and accuracy per epoch.")
+    epochs_trained = models.FloatField(null=True, blank=True, help_text="Epochs it trained (fewer when pruned).")
+    predicted_fitness = models.FloatField(null=True, blank=True, help_text="The pruner's prediction of its final "
+                                          "fitness, when it made one.")
+    prune = models.JSONField(default=dict, blank=True, help_text="The pruner's last decision: reason, predicted, "
+                             "spread, step, audited.")
     failure = models.CharField(max_length=32, blank=True, help_text="oom, diverged, timeout, invalid, worker_lost ...")
     message = models.TextField(blank=True, help_text="The failure's explanation.")
     node = models.CharField(max_length=200, blank=True)

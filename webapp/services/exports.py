@@ -30,7 +30,7 @@ KNOWN_METRICS = ("accuracy", "params", "flops", "latency_ms", "peak_memory_bytes
 TIMINGS = ("build", "train", "validate", "total")
 TAIL = ("node", "device", "slot", "attempts", "generation", "operator", "parents", "parent_numbers", "key",
         "description", "failure", "message", "created", "dispatched", "started", "finished", "duration",
-        "packet_bytes")
+        "packet_bytes", "epochs_trained", "predicted_fitness", "prune_reason")
 
 
 def _iso(value: dt.datetime | None) -> str:
@@ -84,6 +84,10 @@ def individuals_csv(search: Search, out: TextIO) -> int:
             "finished": _iso(individual.finished),
             "duration": "" if individual.duration is None else individual.duration,
             "packet_bytes": individual.packet_bytes,
+            # early stopping: state "pruned", the epochs it trained, the pruner's prediction and its reason
+            "epochs_trained": "" if individual.epochs_trained is None else individual.epochs_trained,
+            "predicted_fitness": "" if individual.predicted_fitness is None else individual.predicted_fitness,
+            "prune_reason": (individual.prune or {}).get("reason", ""),
         }
         writer.writerow(
             [individual.number, individual.status, "" if individual.fitness is None else individual.fitness]

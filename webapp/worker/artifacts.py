@@ -36,14 +36,14 @@ def admitted(search_id: int, result: EvaluationResult) -> bool:
 
 
 def evaluate_and_keep(evaluate: Callable[..., EvaluationResult], individual: dict[str, Any],
-                      device: str) -> EvaluationResult:
-    """Train ``individual`` on ``device`` with ``evaluate`` and, when its search keeps weights and it may enter
-    the best, leave its files in Redis; the result names them in ``artifacts``."""
+                      device: str, **options: Any) -> EvaluationResult:
+    """Train ``individual`` on ``device`` with ``evaluate`` (given ``options`` too) and, when its search keeps
+    weights and it may enter the best, leave its files in Redis; the result names them in ``artifacts``."""
     keep = int(individual["evaluation"].get("keep_weights") or 0) > 0
     weights = io.BytesIO() if keep else None
     latency = individual["evaluation"].get("latency")
     result = evaluate(individual["genome"], individual["space"], individual["training"], individual["dataset"],
-                      device, weights_to=weights, **({"latency": latency} if latency else {}))
+                      device, weights_to=weights, **({"latency": latency} if latency else {}), **options)
     if weights is None or not weights.tell() or not admitted(individual["search"], result):
         return result
     from evaluators.export import kept_files

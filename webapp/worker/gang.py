@@ -122,10 +122,11 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str], int],
                                        "allocation": choice.reason[:300]})
 
 
-def evaluate_individual_on_gang(individual: dict[str, Any]) -> EvaluationResult:
+def evaluate_individual_on_gang(individual: dict[str, Any], report: Any = None) -> EvaluationResult:
     """``runner.run_evaluator`` on a gang worker: simulated (``T(1) / (g x efficiency(g))``), one device in this
     process, or several through ``evaluators.data_parallel`` (a rank killed by a signal is retried, up to
-    ``NAS_MAX_ATTEMPTS`` runs in all)."""
+    ``NAS_MAX_ATTEMPTS`` runs in all). ``report`` (a pruner's reporting) reaches simulated and one-device
+    evaluations; a data-parallel one reports nothing yet and trains its whole budget."""
     from django.conf import settings
 
     evaluation = individual["evaluation"]
@@ -135,12 +136,13 @@ def evaluate_individual_on_gang(individual: dict[str, Any]) -> EvaluationResult:
         if evaluation.get("mode") == "simulated":
             from evaluators.simulated import simulate
 
-            return simulate(individual["key"], evaluation, epochs=epochs, gang=gang)
+            return simulate(individual["key"], evaluation, epochs=epochs, gang=gang, report=report)
         if gang == 1:
             from evaluators.evaluate import evaluate
             from webapp.worker import artifacts
 
-            return artifacts.evaluate_and_keep(evaluate, individual, devices[0])
+            return artifacts.evaluate_and_keep(evaluate, individual, devices[0], report=report,
+                                               report_every=evaluation.get("report_every"))
         from evaluators.data_parallel import RANK_LOST, evaluate_on_gang
 
         lost: list[str] = []

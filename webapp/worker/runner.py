@@ -18,28 +18,32 @@ from typing import Any
 
 from django.conf import settings
 
+from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, signing, transport
 from webapp.worker import artifacts, slots
+from webapp.worker.progress import reporter
 from webapp.worker.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
 
 
-def run_evaluator(individual: dict[str, Any]) -> EvaluationResult:
-    """The evaluation itself: simulated, or trained with PyTorch (imported only here, once per process)."""
+def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> EvaluationResult:
+    """The evaluation itself: simulated, or trained with PyTorch (imported only here, once per process);
+    ``report`` receives its intermediate values and may stop it (``evaluators.reporting``)."""
     evaluation = individual["evaluation"]
     if os.environ.get("NAS_GANG_DEVICES"):  # a worker owning several devices (evalworker --gang)
         from webapp.worker.gang import evaluate_individual_on_gang
 
-        return evaluate_individual_on_gang(individual)
+        return evaluate_individual_on_gang(individual, report)
     if evaluation.get("mode") == "simulated":
         from evaluators.simulated import simulate
 
-        return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3))
+        return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3), report=report)
     from evaluators.evaluate import evaluate
 
-    return artifacts.evaluate_and_keep(evaluate, individual, slots.identity().device)
+    return artifacts.evaluate_and_keep(evaluate, individual, slots.identity().device, report=report,
+                                       report_every=evaluation.get("report_every"))
 
 
 def _push(message: messages.Message) -> None:
@@ -69,7 +73,7 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
         beat = {**dataclasses.asdict(origin), "attempt": attempt, "started": started, "pid": me.as_dict()["pid"]}
         try:
             with Heartbeat(search_id, individual_id, beat):
-                result = run_evaluator(individual)
+                result = run_evaluator(individual, reporter(origin, attempt))
         except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
             log.exception("evaluation of individual %s raised", individual_id)
             result = EvaluationResult.failed("error", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}")

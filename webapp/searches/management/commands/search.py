@@ -33,6 +33,7 @@ from django.db import DatabaseError
 from webapp.searches import accounting
 from webapp.services import lifecycle
 from webapp.searches.config import ConfigError
+from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.searches.models import Search
 from webapp.services.progress import progress_line
 
@@ -235,6 +236,8 @@ class Command(BaseCommand):
                 search = Search.objects.get(pk=search_id)
                 line = progress_line(search.status, search.evaluations_done, search.evaluations_total,
                                      search.best_fitness, accounting.summary(search.stats))
+                pruned = describe_pruning(search.stats)  # early stopping: what it saved
+                line = f"{line} · {pruned}" if pruned else line
                 if line != last:
                     self.stdout.write(("\r" + line.ljust(len(last))) if live else line, ending="" if live else "\n")
                     self.stdout.flush()
