@@ -58,7 +58,9 @@ def _death(rank: int, device: str, code: int, stderr: Path) -> tuple[str, str]:
             name = signal.Signals(-code).name
         except ValueError:
             name = str(-code)
-        return RANK_LOST, f"rank {rank} ({device}) of the gang was killed by {name}; the gang was stopped"
+        line = _last_line(stderr)  # an abort (SIGABRT) says why on its last line
+        return RANK_LOST, (f"rank {rank} ({device}) of the gang was killed by {name}; the gang was stopped"
+                           + (f" (its last line: {line})" if line else ""))
     line = _last_line(stderr)
     reason = "oom" if "out of memory" in line.lower() else "error"
     return reason, f"rank {rank} ({device}) of the gang exited with code {code}: {line or 'no message'}"
@@ -129,6 +131,8 @@ def _watch(ranks: list[subprocess.Popen], devices: Sequence[str], folder: Path,
     stopping = False
     while True:
         codes = [rank.poll() for rank in ranks]
+        if codes[0] == 0 and (folder / "result.json").exists():
+            return None  # rank 0 wrote the gang's result: a rank dying while the gang leaves cannot change it
         for index, code in enumerate(codes):
             if code not in (None, 0):
                 return _death(index, devices[index], code, folder / f"stderr.{index}")

@@ -201,13 +201,18 @@ def main(argv: list[str]) -> int:
         if rank == 0:
             reason = {Stopped: "stopped", TimedOut: "timeout", Diverged: "diverged"}[type(error)]
             _write(folder, EvaluationResult.failed(reason, str(error), device=devices))
-    finally:
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
+    # Every rank gets here at the same point (an error of one rank alone skips this: it exits non-zero and the
+    # parent stops the gang). Leave together: a rank tearing gloo down while another still uses it can abort it.
+    try:
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:
+        pass
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip the interpreter's teardown of gloo's threads (a source of SIGABRT at exit)
