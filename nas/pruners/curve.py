@@ -36,11 +36,7 @@ The value to beat is the ``k``-th best among the completed candidates' finals an
 pessimistic finals (predicted mean minus ``RUNNING_Z`` spreads): the population's predicted ``k``-th best, so a
 search prunes before ``k`` candidates completed. A completed candidate counts at its full curve's fitted
 value at the end of the budget rather than its last noisy observation (the ``k``-th best of noisy values is
-biased upwards). Every prediction used to decide (the candidate's and the running ones') is calibrated on
-the population first: the same predictor is run on each completed curve cut at as many points, and the mean
-moves by the median of its standardised errors ``(final - mean) / spread`` there (within ``CALIBRATE_MAX``
-spreads; on the synthetic curves the families over-predict by about half a spread when a third of the budget
-is seen). Every prediction is cached per curve length and shapes: a pure function of the state. The
+biased upwards). Every prediction is cached per curve length and shapes: a pure function of the state. The
 trend guard objects to a stop when the straight line through the last 3 reports, counted at half its rise
 (``TREND_SHARE``), would still reach the value to beat. The families saturate too early on late-rising
 S-shaped curves (the over-pruning NNI and Optuna users report, nni#2006, optuna#1447); on the benchmark's
@@ -68,10 +64,6 @@ EXTRAPOLATION = 0.04
 #: The spread's factor on 4 points (set as EXTRAPOLATION is: the 90% interval covered 63% of the true finals
 #: of the synthetic curves seen for 4 of 20 epochs unscaled, 85% scaled so).
 FOUR_POINTS = 2.5
-#: The population's calibration: from ``CALIBRATE_MIN`` completed curves on, a prediction's mean moves by the
-#: median standardised error made on them cut at as many points, at most ``CALIBRATE_MAX`` spreads.
-CALIBRATE_MIN = 5
-CALIBRATE_MAX = 1.0
 #: At most this many points are fitted (the latest ones are kept, then every other older one is dropped).
 MAX_POINTS = 60
 Z90 = 1.6448536269514722
@@ -307,7 +299,7 @@ class CurvePruner(Pruner):
 
     def prediction(self, id: Any) -> tuple[float, float] | None:
         """The predicted final value of ``id`` (user's units) and its standard deviation, if it can be made."""
-        made = self._calibrated(str(id))
+        made = self._predicted(str(id))
         return None if made is None else (self.orient(made[0]), made[1])
 
     def _shapes(self) -> list[tuple[str, tuple[float, ...]]] | None:
@@ -341,33 +333,6 @@ class CurvePruner(Pruner):
                                              self.seed, key, self._cap(), shapes))
         return cache[key][1]
 
-    def _calibrated(self, key: str) -> tuple[float, float] | None:
-        """``key``'s prediction, its mean moved by the median standardised error the same predictor made on the
-        completed curves cut at as many points (the population's own calibration)."""
-        made = self._predicted(key)
-        if made is None:
-            return made
-        n = len(self._curves.get(key, []))
-        signature = (n, len(self._finals))
-        cache = self.__dict__.setdefault("_shift_cache", {})
-        if signature not in cache:
-            prefixes = self.__dict__.setdefault("_prefix_cache", {})
-            errors = []
-            for other, final in sorted(self._completed().items()):
-                curve = self._curves.get(other, [])
-                if len(curve) <= n or curve[-1][0] < self.max_steps - 1e-9:
-                    continue
-                if (other, n) not in prefixes:
-                    cut = curve[:n]
-                    prefixes[(other, n)] = predict([s for s, _ in cut], [v for _, v in cut], self.max_steps,
-                                                   self.seed, other, self._cap())
-                guess = prefixes[(other, n)]
-                if guess is not None:
-                    errors.append((self._smoothed(other, final) - guess[0]) / guess[1])
-            cache[signature] = (float(np.clip(np.median(errors), -CALIBRATE_MAX, CALIBRATE_MAX))
-                                if len(errors) >= CALIBRATE_MIN else 0.0)
-        return made[0] + cache[signature] * made[1], made[1]
-
     def _smoothed(self, key: str, final: float) -> float:
         """A completed candidate's final value without its last observation's noise: its full curve's fitted value
         at the end of the budget (when its curve reached it), else the final reported."""
@@ -385,7 +350,7 @@ class CurvePruner(Pruner):
                 if (other == key or other in self._finals or other in self._stopped
                         or len(curve) < self.min_points or curve[-1][0] < self.min_steps):
                     continue
-                made = self._calibrated(other)
+                made = self._predicted(other)
                 if made is not None:
                     values.append(made[0] - RUNNING_Z * made[1])
             finals = sorted(values, reverse=True)
@@ -400,7 +365,7 @@ class CurvePruner(Pruner):
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
         if len(curve) < self.min_points:
             return GO_ON
-        made = self._calibrated(key)
+        made = self._predicted(key)
         if made is None:
             return GO_ON
         mean, spread = made
