@@ -17,19 +17,32 @@ uncertainty is a **residual bootstrap ensemble**: each family is refitted to ``B
 fit plus resampled residuals, and the families are mixed with BIC weights (``exp(-BIC/2)``). The prediction of
 the final value is the mixture's mean; its spread combines the bootstrap spread, the spread between families,
 the noise of one observation (finals are observed values too), and an extrapolation term that grows with the
-share of the budget not yet seen (``EXTRAPOLATION``, set so that the stated 90% interval covers the true final
+share of the budget not yet seen (``EXTRAPOLATION``; on 4 points, where only the 3-parameter families fit, the
+spread is also multiplied by ``FOUR_POINTS``: both set so that the stated 90% interval covers the true final
 value about 90% of the time on the synthetic curves of ``nas.pruners.synthetic``; the test and the benchmark
 measure it). The bootstrap draws from a generator seeded by ``(seed, id, number of points)``: a decision is a
 pure function of the pruner's state, so a resumed search decides exactly as the uninterrupted one.
 
-When it stops. Once a candidate has trained ``min_steps`` epochs, has ``min_points`` reports and ``k``
-candidates completed, it is stopped when ``P(final >= k-th best completed final) < threshold`` under a normal
-law with the prediction's mean and spread, unless the trend guard objects: a curve whose straight line through
-its last 3 reports, counted at half its rise (``TREND_SHARE``), would still reach the value to beat is not
-stopped. The families saturate too early on late-rising S-shaped curves (the over-pruning NNI and Optuna users
-report, nni#2006, optuna#1447); on the benchmark's synthetic curves the guard took the runs that stopped a
-top-5 candidate from 20% to 0% for a few percent more epochs. Multi-objective (nsga2): with ``known_objectives`` (objectives
-known before training, such as ``params``; given per candidate by :meth:`CurvePruner.know`), the value to beat
+The population's prior on the shape (after Chandrashekaran and Lane 2017, who extrapolate with the curves of
+previous runs; Klein et al. 2017 learn the shape across runs too): once ``POPULATION_MIN`` candidates completed,
+the rising shape ``(family, theta)`` that fits each completed curve best (:func:`shape_of`) joins the mixture
+as a sixth family, the population family, fitted like the others (an affine ``c + a g``, ``a > 0``) but over the
+shapes seen in this search only, so a curve like the completed ones is predicted with the spread of three
+parameters rather than four.
+
+When it stops. Once a candidate has trained ``min_steps`` epochs and has ``min_points`` reports, it is stopped
+when ``P(final >= the value to beat) < threshold`` under a normal law with the prediction's mean and spread.
+The value to beat is the ``k``-th best among the completed candidates' finals and the running candidates'
+pessimistic finals (predicted mean minus ``RUNNING_Z`` spreads): the population's predicted ``k``-th best, so a
+search prunes before ``k`` candidates completed. A completed candidate counts at its full curve's fitted
+value at the end of the budget rather than its last noisy observation (the ``k``-th best of noisy values is
+biased upwards). Every prediction is cached per curve length and shapes: a pure function of the state. The
+trend guard objects to a stop when the straight line through the last 3 reports, counted at half its rise
+(``TREND_SHARE``), would still reach the value to beat. The families saturate too early on late-rising
+S-shaped curves (the over-pruning NNI and Optuna users report, nni#2006, optuna#1447); on the benchmark's
+synthetic curves the guard took the runs that stopped a top-5 candidate from 20% to 0% for a few percent more
+epochs (before the population's bar). Multi-objective (nsga2): with ``known_objectives`` (objectives known
+before training, such as ``params``; given per candidate by :meth:`CurvePruner.know`), the value to beat
 is the best trained final among the completed candidates at least as good in every known objective: a
 candidate unlikely to beat it is predicted to be dominated, with the configured confidence.
 """
@@ -48,9 +61,19 @@ from nas.strategies.nsga2 import check_objectives
 BOOTSTRAP = 48
 #: The extrapolation term's size: spread += EXTRAPOLATION * (1 - seen share) * the curve's own range.
 EXTRAPOLATION = 0.04
+#: The spread's factor on 4 points (set as EXTRAPOLATION is: the 90% interval covered 63% of the true finals
+#: of the synthetic curves seen for 4 of 20 epochs unscaled, 85% scaled so).
+FOUR_POINTS = 2.5
 #: At most this many points are fitted (the latest ones are kept, then every other older one is dropped).
 MAX_POINTS = 60
 Z90 = 1.6448536269514722
+#: The population family (the shapes of the completed curves) joins the mixture once this many are known.
+POPULATION_MIN = 3
+#: A completed curve lends its shape when it was seen to at least this share of the budget.
+POPULATION_REACH = 0.9
+#: A running candidate counts in the value to beat at its predicted final minus this many spreads (a pessimistic
+#: guess: with a calibrated spread, its final is above it about 84% of the time).
+RUNNING_Z = 1.0
 
 
 def _grid(name: str) -> list[tuple[float, ...]]:
@@ -83,37 +106,49 @@ def _basis(name: str, u: np.ndarray, theta: tuple[float, ...]) -> np.ndarray:
 
 
 class _Family:
-    """One family's design matrices over its theta grid at the points ``u``, and their pseudo-inverses."""
+    """One family's design matrices over its theta grid at the points ``u``, and their pseudo-inverses.
+    ``shapes``: instead of a family's grid, a list of ``(family, theta)`` shapes (the population family)."""
 
-    def __init__(self, name: str, u: np.ndarray) -> None:
+    def __init__(self, name: str, u: np.ndarray, shapes: list[tuple[str, tuple[float, ...]]] | None = None) -> None:
         self.name = name
-        grid = _GRIDS[name]
-        columns = np.stack([_basis(name, u, theta) for theta in grid])  # T x n
-        target = np.array([_basis(name, np.array([1.0]), theta)[0] for theta in grid])
+        grid = [(name, theta) for theta in _GRIDS[name]] if shapes is None else shapes
+        columns = np.stack([_basis(family, u, theta) for family, theta in grid])  # T x n
+        target = np.array([_basis(family, np.array([1.0]), theta)[0] for family, theta in grid])
         keep = np.isfinite(columns).all(axis=1) & np.isfinite(target) & (np.ptp(columns, axis=1) > 1e-12)
         columns, target = columns[keep], target[keep]
+        self.grid = [shape for shape, kept in zip(grid, keep) if kept]
         self.design = np.stack([np.ones_like(columns), columns], axis=2)  # T x n x 2
-        self.pinv = np.linalg.pinv(self.design)  # T x 2 x n
+        self.pinv = np.linalg.pinv(self.design) if len(columns) else np.zeros((0, 2, len(u)))  # T x 2 x n
         self.target = np.stack([np.ones_like(target), target], axis=1)  # T x 2
-        self.params = 2 + len(grid[0])
+        #: the shape chosen from a known set counts as one parameter, like a family's one theta
+        self.params = 3 if shapes is not None else 2 + len(grid[0][1])
+        self.rising = shapes is not None  #: the population's shapes are fitted rising only (a > 0)
 
     def fit(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For curves ``y`` (n x B): the best fit per curve (n x B), its SSE (B) and its prediction at u=1 (B)."""
+        """For curves ``y`` (n x B): the best fit per curve (n x B), its SSE (B) and its prediction at u=1 (B)
+        (SSE infinite where no shape fits, for the population family whose curves must rise)."""
         coef = np.einsum("tkn,nb->tkb", self.pinv, y)
         fitted = np.einsum("tnk,tkb->tnb", self.design, coef)
         sse = ((y[None] - fitted) ** 2).sum(axis=1)  # T x B
         sse = np.where(np.isfinite(sse), sse, np.inf)
+        if self.rising:
+            sse = np.where(coef[:, 1, :] > 0, sse, np.inf)
         best = np.argmin(sse, axis=0)
         cols = np.arange(y.shape[1])
         prediction = np.einsum("tk,tkb->tb", self.target, coef)[best, cols]
         return fitted[best, :, cols].T, sse[best, cols], prediction
 
+    def best_shape(self, y: np.ndarray) -> tuple[int, float]:
+        """The index in the kept grid of the best fit of one curve ``y`` (n) and its SSE."""
+        coef = np.einsum("tkn,n->tk", self.pinv, y)
+        sse = ((y[None] - np.einsum("tnk,tk->tn", self.design, coef)) ** 2).sum(axis=1)
+        sse = np.where(np.isfinite(sse) & (coef[:, 1] > 0), sse, np.inf)
+        best = int(np.argmin(sse))
+        return best, float(sse[best])
 
-def predict(steps: list[float], values: list[float], max_steps: float, seed: int = 0,
-            salt: Any = "", upper: float | None = None) -> tuple[float, float] | None:
-    """The predicted value at ``max_steps`` of a curve (larger is better) and its standard deviation, or
-    ``None`` when it cannot be predicted (fewer than 4 finite points). Never raises. ``upper``: the best value
-    the metric can take (1 for an accuracy): every family's prediction and bootstrap draw is capped there."""
+
+def _points(steps: list[float], values: list[float], max_steps: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The finite points of a curve as ``(u, y)`` (at most ``MAX_POINTS``), or ``None`` below 4 points."""
     x, y = np.asarray(steps, float), np.asarray(values, float)
     keep = np.isfinite(x) & np.isfinite(y) & (x > 0)
     x, y = x[keep], y[keep]
@@ -123,26 +158,63 @@ def predict(steps: list[float], values: list[float], max_steps: float, seed: int
         older = np.linspace(0, len(x) - MAX_POINTS // 2 - 1, MAX_POINTS // 2).round().astype(int)
         index = np.concatenate([older, np.arange(len(x) - MAX_POINTS // 2, len(x))])
         x, y = x[index], y[index]
-    n = len(x)
-    u = np.minimum(x / max_steps, 1.0)
+    return np.minimum(x / max_steps, 1.0), y
+
+
+def shape_of(steps: list[float], values: list[float], max_steps: float) -> tuple[str, tuple[float, ...]] | None:
+    """The rising shape ``(family, theta)`` that fits a (completed) curve best by BIC, or ``None``: what the
+    population family of :func:`predict` is made of."""
+    points = _points(steps, values, max_steps)
+    if points is None:
+        return None
+    u, y = points
+    n, best, shape = len(u), math.inf, None
+    floor = (1e-4 * max(float(np.ptp(y)), 1e-6)) ** 2 * n
+    with np.errstate(all="ignore"):
+        for name in FAMILIES:
+            family = _Family(name, u)
+            if not len(family.design) or family.params >= n:
+                continue
+            index, sse = family.best_shape(y)
+            if not math.isfinite(sse):
+                continue
+            bic = n * math.log(max(sse, floor) / n) + family.params * math.log(n)
+            if bic < best:
+                best, shape = bic, (name, tuple(float(t) for t in family.grid[index][1]))
+    return shape
+
+
+def predict(steps: list[float], values: list[float], max_steps: float, seed: int = 0,
+            salt: Any = "", upper: float | None = None,
+            shapes: list[tuple[str, tuple[float, ...]]] | None = None) -> tuple[float, float] | None:
+    """The predicted value at ``max_steps`` of a curve (larger is better) and its standard deviation, or
+    ``None`` when it cannot be predicted (fewer than 4 finite points). Never raises. ``upper``: the best value
+    the metric can take (1 for an accuracy): every family's prediction and bootstrap draw is capped there.
+    ``shapes``: the shapes of other candidates' completed curves (:func:`shape_of`), fitted as one more family
+    (the population's prior on the shape); none: the five families alone."""
+    points = _points(steps, values, max_steps)
+    if points is None:
+        return None
+    u, y = points
+    n = len(u)
     spread_y = float(np.ptp(y))
     scale = max(spread_y, 1e-6 * max(1.0, float(np.abs(y).max())))
     floor = (1e-4 * scale) ** 2 * n
     rng = np.random.default_rng(int(unit(seed, "curve", str(salt), n) * 2**63))
     means, variances, bics, noises = [], [], [], []
     with np.errstate(all="ignore"):
-        for name in FAMILIES:
-            family = _Family(name, u)
+        for name in FAMILIES + (("population",) if shapes else ()):
+            family = _Family(name, u, shapes if name == "population" else None)
             if not len(family.design) or family.params >= n:  # as many parameters as points: no residuals
                 continue
             fitted, sse, prediction = family.fit(y[:, None])
-            if not np.isfinite(prediction[0]):
+            if not (np.isfinite(prediction[0]) and np.isfinite(sse[0])):
                 continue
             dof = max(n - family.params, 1)
             residuals = (y - fitted[:, 0]) * math.sqrt(n / dof)
             samples = fitted[:, 0][:, None] + residuals[rng.integers(0, n, size=(n, BOOTSTRAP))]
-            _, _, boot = family.fit(samples)
-            boot = boot[np.isfinite(boot)]
+            _, boot_sse, boot = family.fit(samples)
+            boot = boot[np.isfinite(boot) & np.isfinite(boot_sse)]
             if upper is not None:
                 boot, prediction = np.minimum(boot, upper), np.minimum(prediction, upper)
             if not len(boot):
@@ -162,6 +234,8 @@ def predict(steps: list[float], values: list[float], max_steps: float, seed: int
     variance = float(np.dot(weights, np.array(variances) + (np.array(means) - mean) ** 2 + np.array(noises)))
     unseen = max(0.0, 1.0 - float(u[-1]))
     spread = math.sqrt(max(variance, 0.0)) + EXTRAPOLATION * unseen * scale
+    if n < 5:  # only the 3-parameter families fit, on one residual degree of freedom: the bootstrap says too little
+        spread *= FOUR_POINTS
     if not (math.isfinite(mean) and math.isfinite(spread)):
         return None
     return mean, max(spread, 1e-9 * scale)
@@ -189,7 +263,7 @@ class CurvePruner(Pruner):
 
     name = "curve"
     PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, THRESHOLD, MIN_POINTS, AUDIT, UPPER, KNOWN)
-    DEFAULTS: ClassVar[dict[str, Any]] = {"min_steps": 1.0, "k": 5, "threshold": 0.05, "min_points": 5,
+    DEFAULTS: ClassVar[dict[str, Any]] = {"min_steps": 1.0, "k": 5, "threshold": 0.05, "min_points": 4,
                                           "audit": 0.0, "upper": None, "known_objectives": None}
     k: int
     threshold: float
@@ -225,15 +299,61 @@ class CurvePruner(Pruner):
 
     def prediction(self, id: Any) -> tuple[float, float] | None:
         """The predicted final value of ``id`` (user's units) and its standard deviation, if it can be made."""
-        key = str(id)
-        curve = self._curves.get(key, [])
-        made = predict([s for s, _ in curve], [v for _, v in curve], self.max_steps, self.seed, key, self._cap())
+        made = self._predicted(str(id))
         return None if made is None else (self.orient(made[0]), made[1])
+
+    def _shapes(self) -> list[tuple[str, tuple[float, ...]]] | None:
+        """The shapes of the completed curves that reached the end of the budget (the population's prior), in
+        the order of ids, once ``POPULATION_MIN`` of them are known. Derived from the curves alone (cached, not
+        saved): a restored pruner rebuilds the same."""
+        known = self.__dict__.get("_shapes_known")
+        if known is not None and known[0] == len(self._finals):  # finals are only ever added
+            return known[1]
+        cache = self.__dict__.setdefault("_shape_cache", {})
+        shapes: list[tuple[str, tuple[float, ...]]] = []
+        for key in sorted(self._completed()):
+            if key not in cache:
+                curve = self._curves.get(key, [])
+                cache[key] = (shape_of([s for s, _ in curve], [v for _, v in curve], self.max_steps)
+                              if curve and curve[-1][0] >= POPULATION_REACH * self.max_steps else None)
+            if cache[key] is not None and cache[key] not in shapes:
+                shapes.append(cache[key])
+        self._shapes_known = (len(self._finals), shapes if len(shapes) >= POPULATION_MIN else None)
+        return self._shapes_known[1]
+
+    def _predicted(self, key: str) -> tuple[float, float] | None:
+        """The (oriented) prediction for ``key``'s curve as it is now, cached per curve length and shapes: a pure
+        function of the state, so a restored pruner computes the same."""
+        curve = self._curves.get(key, [])
+        shapes = self._shapes()
+        signature = (len(curve), tuple(shapes or ()))
+        cache = self.__dict__.setdefault("_prediction_cache", {})
+        if key not in cache or cache[key][0] != signature:
+            cache[key] = (signature, predict([s for s, _ in curve], [v for _, v in curve], self.max_steps,
+                                             self.seed, key, self._cap(), shapes))
+        return cache[key][1]
+
+    def _smoothed(self, key: str, final: float) -> float:
+        """A completed candidate's final value without its last observation's noise: its full curve's fitted value
+        at the end of the budget (when its curve reached it), else the final reported."""
+        curve = self._curves.get(key, [])
+        if not curve or curve[-1][0] < self.max_steps - 1e-9:
+            return final
+        made = self._predicted(key)
+        return final if made is None else made[0]
 
     def _to_beat(self, key: str) -> tuple[float | None, str]:
         completed = self._completed()
         if not self.known_objectives:
-            finals = sorted(completed.values(), reverse=True)
+            values = [self._smoothed(other, final) for other, final in sorted(completed.items())]
+            for other, curve in self._curves.items():  # the running ones, at a pessimistic guess of their final
+                if (other == key or other in self._finals or other in self._stopped
+                        or len(curve) < self.min_points or curve[-1][0] < self.min_steps):
+                    continue
+                made = self._predicted(other)
+                if made is not None:
+                    values.append(made[0] - RUNNING_Z * made[1])
+            finals = sorted(values, reverse=True)
             return (finals[self.k - 1] if len(finals) >= self.k else None), f"the {_ordinal(self.k)} best"
         mine = self._known.get(key)
         if mine is None or len(completed) < self.k:
@@ -245,7 +365,7 @@ class CurvePruner(Pruner):
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
         if len(curve) < self.min_points:
             return GO_ON
-        made = predict([s for s, _ in curve], [v for _, v in curve], self.max_steps, self.seed, key, self._cap())
+        made = self._predicted(key)
         if made is None:
             return GO_ON
         mean, spread = made
