@@ -36,7 +36,13 @@ The value to beat is the ``k``-th best among the completed candidates' finals an
 pessimistic finals (predicted mean minus ``RUNNING_Z`` spreads): the population's predicted ``k``-th best, so a
 search prunes before ``k`` candidates completed. A completed candidate counts at its full curve's fitted
 value at the end of the budget rather than its last noisy observation (the ``k``-th best of noisy values is
-biased upwards). Every prediction is cached per curve length and shapes: a pure function of the state. The
+biased upwards). Every prediction used to decide (the candidate's and the running ones') is calibrated on
+the population first: the mean moves by the median standardised error ``(final - mean) / spread`` that the
+same predictor (five families) made on the completed curves cut at as many points (within ``CALIBRATE_MAX``
+spreads, from ``CALIBRATE_MIN`` such curves on; on the synthetic curves the families over-predict by about half
+a spread when a third of the budget is seen). Those errors are computed once, when a candidate completes, for
+every prefix length, and kept in the state (``calibration``), so a report only takes a median of stored
+numbers. Every prediction is cached per curve length and shapes: a pure function of the state. The
 trend guard objects to a stop when the straight line through the last 3 reports, counted at half its rise
 (``TREND_SHARE``), would still reach the value to beat. The families saturate too early on late-rising
 S-shaped curves (the over-pruning NNI and Optuna users report, nni#2006, optuna#1447); on the benchmark's
@@ -49,6 +55,7 @@ candidate unlikely to beat it is predicted to be dominated, with the configured 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from typing import Any, ClassVar
 
@@ -64,6 +71,10 @@ EXTRAPOLATION = 0.04
 #: The spread's factor on 4 points (set as EXTRAPOLATION is: the 90% interval covered 63% of the true finals
 #: of the synthetic curves seen for 4 of 20 epochs unscaled, 85% scaled so).
 FOUR_POINTS = 2.5
+#: The population's calibration: from ``CALIBRATE_MIN`` completed curves on, a prediction's mean moves by the
+#: median standardised error made on them cut at as many points, at most ``CALIBRATE_MAX`` spreads.
+CALIBRATE_MIN = 5
+CALIBRATE_MAX = 1.0
 #: At most this many points are fitted (the latest ones are kept, then every other older one is dropped).
 MAX_POINTS = 60
 Z90 = 1.6448536269514722
@@ -299,8 +310,71 @@ class CurvePruner(Pruner):
 
     def prediction(self, id: Any) -> tuple[float, float] | None:
         """The predicted final value of ``id`` (user's units) and its standard deviation, if it can be made."""
-        made = self._predicted(str(id))
+        made = self._calibrated(str(id))
         return None if made is None else (self.orient(made[0]), made[1])
+
+    # --- the population's calibration (errors stored once per completed candidate) ---------------------------
+
+    def __init__(self, seed: int = 0, direction: str = "max", max_steps: float = 1.0, **params: Any) -> None:
+        super().__init__(seed, direction, max_steps, **params)
+        #: completed ids -> their prefix predictions' standardised errors (:meth:`_prefix_errors`)
+        self._calibration: dict[str, list[float | None]] = {}
+
+    def complete(self, id: Any, final: float | None) -> None:
+        key = str(id)
+        known = key in self._finals
+        super().complete(id, final)
+        if not known and self._finals.get(key) is not None:
+            errors = self._prefix_errors(key, self._finals[key])
+            if errors:
+                self._calibration[key] = errors
+
+    def _prefix_errors(self, key: str, final: float) -> list[float | None]:
+        """The standardised errors ``(smoothed final - mean) / spread`` of the predictions (five families) made on
+        ``key``'s completed curve cut at ``min_points``, ``min_points + 1``, ... points (up to one point short of
+        the whole), ``None`` where none was made; empty when the curve did not reach the end of the budget."""
+        curve = self._curves.get(key, [])
+        if not curve or curve[-1][0] < self.max_steps - 1e-9:
+            return []
+        target = self._smoothed(key, final)
+        errors: list[float | None] = []
+        for n in range(self.min_points, len(curve)):
+            cut = curve[:n]
+            guess = predict([s for s, _ in cut], [v for _, v in cut], self.max_steps, self.seed, key, self._cap())
+            error = None if guess is None else (target - guess[0]) / guess[1]
+            errors.append(error if error is None or math.isfinite(error) else None)
+        return errors
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["calibration"] = json.loads(json.dumps(self._calibration, allow_nan=False))
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Pruner:
+        pruner = super().from_state(state)
+        assert isinstance(pruner, CurvePruner)
+        pruner._calibration = {k: list(v) for k, v in state.get("calibration", {}).items()}
+        return pruner
+
+    def _shift(self, n: int) -> float:
+        """The median of the stored errors at ``n`` points (in spreads, clipped), 0 below ``CALIBRATE_MIN``."""
+        cache = self.__dict__.setdefault("_shift_cache", {})
+        signature = (n, len(self._calibration))  # errors are only ever added, with the completed candidates
+        if signature not in cache:
+            index = n - self.min_points
+            errors = [v[index] for k, v in sorted(self._calibration.items())
+                      if 0 <= index < len(v) and v[index] is not None]
+            cache[signature] = (float(np.clip(np.median(errors), -CALIBRATE_MAX, CALIBRATE_MAX))
+                                if len(errors) >= CALIBRATE_MIN else 0.0)
+        return cache[signature]
+
+    def _calibrated(self, key: str) -> tuple[float, float] | None:
+        """``key``'s prediction, its mean moved by the population's calibration at its number of points."""
+        made = self._predicted(key)
+        if made is None:
+            return made
+        return made[0] + self._shift(len(self._curves.get(key, []))) * made[1], made[1]
 
     def _shapes(self) -> list[tuple[str, tuple[float, ...]]] | None:
         """The shapes of the completed curves that reached the end of the budget (the population's prior), in
@@ -350,7 +424,7 @@ class CurvePruner(Pruner):
                 if (other == key or other in self._finals or other in self._stopped
                         or len(curve) < self.min_points or curve[-1][0] < self.min_steps):
                     continue
-                made = self._predicted(other)
+                made = self._calibrated(other)
                 if made is not None:
                     values.append(made[0] - RUNNING_Z * made[1])
             finals = sorted(values, reverse=True)
@@ -365,7 +439,7 @@ class CurvePruner(Pruner):
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
         if len(curve) < self.min_points:
             return GO_ON
-        made = self._predicted(key)
+        made = self._calibrated(key)
         if made is None:
             return GO_ON
         mean, spread = made
