@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+import time
 import uuid
 
 from django.conf import settings
@@ -42,6 +43,17 @@ def take(search_id: int, owner: str) -> bool:
 def renew(search_id: int, owner: str) -> bool:
     """Extend our lease; False if another loop holds it now (then we must stop at once)."""
     return Search.objects.filter(pk=search_id, lease_owner=owner).update(lease_expires=_expiry()) == 1
+
+
+def keep(search_id: int, owner: str, renewed: float, force: bool = False) -> float:
+    """Renew the lease when a third of it has passed since ``renewed`` (``time.monotonic()``), or at once when
+    ``force``; returns when it was last renewed. :class:`LeaseLost` when another loop holds it now."""
+    now = time.monotonic()
+    if not force and now - renewed <= settings.NAS_LEASE_SECONDS / 3:
+        return renewed
+    if not renew(search_id, owner):
+        raise LeaseLost(f"search {search_id}: the lease of {owner} was taken over")
+    return now
 
 
 def release(search_id: int, owner: str) -> None:

@@ -133,11 +133,7 @@ class SearchLoop:
         return total
 
     def _renew(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self._renewed > settings.NAS_LEASE_SECONDS / 3:
-            if not lease.renew(self.search_id, self.owner):
-                raise LeaseLost(f"search {self.search_id}: the lease of {self.owner} was taken over")
-            self._renewed = now
+        self._renewed = lease.keep(self.search_id, self.owner, self._renewed, force)
 
     def _in_flight(self):
         return Individual.objects.filter(search_id=self.search_id, status__in=IN_FLIGHT)

@@ -91,11 +91,7 @@ class WeightLoop:
         return Search.objects.filter(pk=self.search_id).values_list("status", flat=True).get()
 
     def _renew(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self._renewed > settings.NAS_LEASE_SECONDS / 3:
-            if not lease.renew(self.search_id, self.owner):
-                raise LeaseLost(f"search {self.search_id}: the lease of {self.owner} was taken over")
-            self._renewed = now
+        self._renewed = lease.keep(self.search_id, self.owner, self._renewed, force)
 
     def _publish(self) -> None:
         wire.publish_state(self.search_id, self.evolution.generation, self.evolution.digest(),
