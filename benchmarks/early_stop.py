@@ -126,7 +126,7 @@ HEADERS = ["pruner", "epochs trained (median)", "fewer epochs than none (median)
 
 def calibration(seeds: int, epochs: int) -> str:
     """How often the true final lies in the curve pruner's stated 90% interval, by the share of the curve seen."""
-    from nas.pruners.curve import Z90, predict
+    from nas.pruners.extrapolation import Z90, predict
 
     rows = []
     for share in (0.25, 0.4, 0.6, 0.8):

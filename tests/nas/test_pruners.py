@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nas.pruners import PRUNERS, CurvePruner, get_pruner, pruner_from_state
-from nas.pruners.curve import Z90, predict
+from nas.pruners.extrapolation import Z90, predict
 from nas.pruners.synthetic import SyntheticCurve
 from nas.testing import PrunerContract
 from nas.testing.pruners import MAX_STEPS, drive
