@@ -1,6 +1,7 @@
 """``manage.py evalworker``: device and Redis options, with errors that say what to do."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ from tests.conftest import ROOT, ProcessLog, RedisProcess, manage, manage_env
 from webapp.messaging import signing as packets, transport
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices
+from webapp.stack.management.commands.evalworker import slot_threads
 from webapp.stack.tasks import ping
 
 pytestmark = pytest.mark.integration
@@ -135,3 +137,37 @@ def test_sigterm_stops_an_evaluating_worker_whose_redis_is_gone(tmp_path):
         worker.stop()
         if server.process.poll() is None:
             server.stop()
+
+
+def test_cpu_slots_share_the_cores_instead_of_each_taking_all_of_them():
+    """Two slots each running PyTorch's default (one thread per core) ran twice as many threads as cores: a
+    weight search's evaluation took 3.3x longer on two slots than on one (benchmarks/results/neuroevolution.md)."""
+    cores = len(os.sched_getaffinity(0))
+    assert slot_threads("cpu", 2, None) == max(1, cores // 2)
+    assert slot_threads("cpu", 4 * cores, None) == 1
+    assert slot_threads("cpu", 2, 3) == 3  # --threads wins
+    assert slot_threads("cuda:0", 2, None) is None  # a GPU slot keeps PyTorch's default
+
+
+def test_a_two_slot_cpu_worker_announces_its_threads(celery_app, redis_url, tmp_path):
+    worker = ProcessLog(manage("evalworker", "--device", "cpu", "--slots", "2", "--threads", "1", "--node",
+                               "threaded", "--pool", "eval.threads"), manage_env(redis_url, tmp_path))
+    try:
+        worker.wait_for("ready.", timeout=120)
+        reader = redis.Redis.from_url(redis_url)
+        deadline = time.monotonic() + 60
+        while len(keys := list(reader.scan_iter(match="nas:slot:threaded:*"))) < 2:
+            assert time.monotonic() < deadline, worker.text
+            time.sleep(0.2)
+        announced = [json.loads(reader.get(key)) for key in keys]
+        reader.close()
+        assert [s["threads"] for s in announced] == [1, 1]
+    finally:
+        worker.stop()
+
+
+def test_threads_below_one_are_refused_in_one_line(tmp_path):
+    run = subprocess.run(manage("evalworker", "--threads", "0"), env=manage_env("redis://127.0.0.1:9/0", tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "--threads must be at least 1 (got 0)" in run.stderr
+    assert "Traceback" not in run.stderr

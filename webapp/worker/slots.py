@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import os
 import socket
+import sys
 import threading
 
 from django.conf import settings
@@ -32,7 +33,9 @@ class SlotIdentity:
         return f"{self.node}/{self.device}/{self.slot}"
 
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "name": self.name, "host": socket.gethostname(), "pid": os.getpid()}
+        torch = sys.modules.get("torch")  # its CPU threads, once this slot has loaded it (never imported here)
+        return {**dataclasses.asdict(self), "name": self.name, "host": socket.gethostname(), "pid": os.getpid(),
+                "threads": torch.get_num_threads() if torch is not None else None}
 
 
 def identity() -> SlotIdentity:
@@ -90,9 +93,20 @@ def start_slot() -> SlotHeartbeat:
     """Called once in each evaluation pool process (Celery's ``worker_process_init``)."""
     global _heartbeat
     transport.reset_clients()  # never share the parent's Redis sockets across fork
+    limit_threads(os.environ.get("NAS_THREADS"))
     _heartbeat = SlotHeartbeat()
     _heartbeat.start()
     return _heartbeat
+
+
+def limit_threads(threads: str | None) -> None:
+    """PyTorch's intra-op threads for this slot (``evalworker --threads``, set by the worker as ``NAS_THREADS``).
+    Imported here only when set: a slot process evaluates with torch anyway."""
+    if not threads:
+        return
+    import torch
+
+    torch.set_num_threads(int(threads))
 
 
 def stop_slot() -> None:

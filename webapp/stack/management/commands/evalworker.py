@@ -33,6 +33,8 @@ class Command(BaseCommand):
         parser.add_argument("--gang", help="train one candidate on several of the --device list at once (data "
                                            "parallel): auto (the allocator picks 1, 2, 4, ...) or a fixed size")
         parser.add_argument("--slots", type=int, default=1, help="evaluations run at once per device (default 1)")
+        parser.add_argument("--threads", type=int, help="PyTorch CPU threads per slot (default: for --device cpu, this "
+                                                         "host's cores divided by --slots; else PyTorch's default)")
         parser.add_argument("--pool", default="eval", help="the shared queue to pull from: eval (the default) or "
                                                            "eval.<name>, e.g. eval.a100")
         parser.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
@@ -42,6 +44,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["slots"] < 1:
             raise CommandError(f"--slots must be at least 1 (got {options['slots']})")
+        if options["threads"] is not None and options["threads"] < 1:
+            raise CommandError(f"--threads must be at least 1 (got {options['threads']})")
         if not POOL.match(options["pool"]):
             raise CommandError(f"--pool must be {POOL_RULE} (got {options['pool']!r})")
         if options["redis"]:
@@ -75,13 +79,17 @@ class Command(BaseCommand):
         app.conf.update(broker_url=url, result_backend=url, broker_use_ssl=tls, redis_backend_use_ssl=tls)
 
     def argv(self, device: str, options) -> list[str]:
-        return [sys.executable, sys.argv[0], "evalworker", "--device", device, "--slots", str(options["slots"]),
+        argv = [sys.executable, sys.argv[0], "evalworker", "--device", device, "--slots", str(options["slots"]),
                 "--pool", options["pool"], "--node", options["node"], "--loglevel", options["loglevel"]]
+        return argv + (["--threads", str(options["threads"])] if options["threads"] else [])
 
     def run_worker(self, device: str, options) -> None:
         node, short = options["node"], device.replace(":", "")
         # Inherited by the pool's processes: each one is a slot announcing itself (webapp.worker.slots).
         os.environ.update(NAS_DEVICE=device, NAS_NODE=node, NAS_POOL=options["pool"], NAS_SLOTS=str(options["slots"]))
+        threads = slot_threads(device, options["slots"], options["threads"])
+        if threads:
+            os.environ["NAS_THREADS"] = str(threads)  # each pool process sets it (webapp.worker.slots.start_slot)
         # SIGTERM must stop the worker within NAS_SOFT_SHUTDOWN_SECONDS (plus a few). Celery's own SIGTERM is a
         # warm shutdown, which waits for the running evaluations however long they take; with Redis gone that
         # was minutes, each of their Redis calls retrying (webapp.messaging.transport). Remapped, SIGTERM is
@@ -98,3 +106,15 @@ class Command(BaseCommand):
             "--loglevel", options["loglevel"],
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ])
+
+
+def slot_threads(device: str, slots: int, threads: int | None) -> int | None:
+    """PyTorch's CPU threads per slot: ``--threads`` when given; for a CPU worker, this host's cores shared out
+    among its slots (two slots each running PyTorch's default, one thread per core, would run twice as many
+    threads as cores and spin against each other); else ``None`` (PyTorch's default)."""
+    if threads:
+        return threads
+    if device != "cpu":  # a GPU slot, or a gang worker (its ranks set their own)
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, slots))
