@@ -21,6 +21,10 @@ import torch
 
 from nas.neuroevolution.noise import BLOCK, GOLDEN, MULTIPLIERS, SHIFTS, UNIFORM_SHIFT, row_key
 
+#: The default block on a GPU: each of a block's steps is one kernel launch, so numpy's block (``BLOCK``) would
+#: make a million-element row launch-bound; a block of 2**20 keeps the temporaries at a few times 8 MiB.
+DEVICE_BLOCK = 1 << 20
+
 _TWO_64 = 1 << 64
 
 
@@ -64,15 +68,18 @@ def _normal_block(key: int, start: int, stop: int, device: torch.device) -> torc
 
 
 def base_noise(seed: int, generation: int, index: int, start: int, stop: int, device: torch.device | str = "cpu",
-               block: int = BLOCK, out: torch.Tensor | None = None) -> torch.Tensor:
+               block: int | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """Elements ``[start, stop)`` of the noise row ``index`` as float64 on ``device`` (numpy's
     :func:`nas.neuroevolution.noise.base_noise` to float64 rounding), ``block`` elements at a time into ``out``
-    (allocated when absent: a float64 tensor of ``stop - start`` elements on ``device``, any strides)."""
+    (allocated when absent: a float64 tensor of ``stop - start`` elements on ``device``, any strides). The
+    values do not depend on ``block`` (default: ``BLOCK`` on the CPU, ``DEVICE_BLOCK`` elsewhere)."""
+    device = torch.device(device)
+    if block is None:
+        block = BLOCK if device.type == "cpu" else DEVICE_BLOCK
     if not 0 <= start <= stop:
         raise ValueError(f"a noise slice needs 0 <= start <= stop (got start={start}, stop={stop})")
     if block < 1:
         raise ValueError(f"block must be at least 1 (got {block})")
-    device = torch.device(device)
     if out is None:
         out = torch.empty(stop - start, dtype=torch.float64, device=device)
     key = row_key(seed, generation, index)
