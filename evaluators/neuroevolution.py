@@ -29,9 +29,8 @@ import dataclasses
 import hashlib
 import io
 import time
-from typing import Any
-
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
