@@ -1,12 +1,24 @@
 """The PyTorch side of a weight search: the network as one flat parameter vector, the fitness of offspring on a
 training batch, the ES estimate on any parameter slice, and a PyTorch optimizer's step on the flat vector.
 
-Noise comes from :mod:`nas.neuroevolution.noise` (numpy, counter-based) and is copied to the device: the same
-float64 values on every host and device, so a CPU and a GPU worker perturb the weights identically (the float32
-sum ``theta + sigma * eps`` is exact IEEE arithmetic on both), and a slice regenerated for a gradient is the
-slice the evaluation used. Generating on the device with ``torch.randn`` would differ between CPU and CUDA
-and, written into strided views, between slices and the whole (DarwiNN's CU bug). The copy costs a host to
-device transfer of ``4 M`` bytes per offspring, small beside the forward pass for the networks we evolve.
+What runs where. The master weights (``theta``, float32), SNES's ``sigma`` and the optimizer's state live on the
+CPU in every copy, whatever the evaluation device: every copy (the loop's, each slot's) applies the same CPU
+arithmetic to the same gathered estimate, so their weights, and their digests, stay identical bit for bit, and
+a GPU slot does not re-fetch the whole state because its CUDA optimizer step rounded a last bit differently.
+The evaluation device holds a copy of ``theta`` (and of SNES's ``sigma``), refreshed once per generation after
+the update, never per offspring. The estimate (:meth:`WeightEvolution.gradient_slice`) is numpy on the CPU.
+
+Noise. The offspring's noise is the counter-based noise of :mod:`nas.neuroevolution.noise`, never ``torch.randn``
+(which differs between CPU and CUDA and, written into strided views, between slices and the whole: DarwiNN's
+CU bug). On the CPU it is numpy's (``noise="numpy"``); on a GPU the same hash runs on the device from the seed
+(``noise="torch"``, :mod:`evaluators.device_noise`) instead of being generated on the host and copied over
+(``4 M`` bytes per noise row). Mirrored offspring ``2m`` and ``2m + 1`` share row ``m``, generated once.
+
+A mixed CPU + GPU pool: the device's normals equal numpy's to float64 rounding (a last bit of ``log`` or
+``cos``), so an offspring's float32 weights, and its fitness, may differ between a CPU and a GPU slot by float
+rounding. Centred ranks only change if two offspring's fitness values are that close (a rare tie may then rank
+the other way); whatever the ranks, every copy applies the same gathered fitness values and estimate, so the
+weights every copy holds stay identical.
 
 Each offspring is evaluated alone, so its fitness does not depend on which worker or batch of offspring it
 was evaluated with: a generation's result is the same whoever evaluated what.
@@ -17,6 +29,7 @@ import dataclasses
 import hashlib
 import io
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,14 +37,18 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from evaluators import device_noise
 from evaluators.datasets import DatasetSplit, load_dataset
 from evaluators.measure import resolve_device
 from evaluators.weights_network import check_network
-from nas.neuroevolution import ESConfig, centred_ranks, gradient_slice
-from nas.neuroevolution.es import default_snes_sigma_rate, perturbation, snes_sigma_step
+from nas.neuroevolution import ESConfig, base_noise, centred_ranks, gradient_slice
+from nas.neuroevolution.es import default_snes_sigma_rate, snes_sigma_step
+from nas.neuroevolution.noise import offspring_row
 
 OPTIMIZERS = ("adam", "sgd")
 FITNESS = ("loss", "accuracy")
+#: Where the evaluation's noise is generated: ``auto`` is numpy on a CPU device and torch on any other.
+NOISE = ("auto", "numpy", "torch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,25 +102,38 @@ def batch_indices(seed: int, generation: int, count: int, batch_size: int) -> np
     return np.sort(np.random.default_rng([seed, generation]).choice(count, batch_size, replace=False))
 
 
+def noise_source(noise: str, device: torch.device) -> str:
+    """``numpy`` or ``torch``: the generator of the evaluation's noise for ``noise`` (one of :data:`NOISE`)."""
+    if noise not in NOISE:
+        raise ValueError(f"The `noise` must be one of {', '.join(NOISE)} (noise={noise!r}).")
+    if noise == "auto":
+        return "numpy" if device.type == "cpu" else "torch"
+    return noise
+
+
 def weights_digest(theta: torch.Tensor) -> str:
     """A short digest of the weights' bytes: workers compare it with the loop's before evaluating."""
     return hashlib.sha256(theta.detach().cpu().numpy().tobytes()).hexdigest()[:16]
 
 
 class WeightEvolution:
-    """One process's copy of a weight search: the weights (and SNES's sigma), the optimizer, the data."""
+    """One process's copy of a weight search: the master weights (and SNES's sigma) and the optimizer on the CPU,
+    the network, the data and a copy of the weights on the evaluation ``device``. ``noise`` picks the generator
+    of the evaluation's noise (:data:`NOISE`; ``torch`` can be forced on the CPU, as the tests do)."""
 
-    def __init__(self, run: WeightRun, device: str = "cpu") -> None:
+    def __init__(self, run: WeightRun, device: str = "cpu", noise: str = "auto") -> None:
         self.run = run
         self.device = resolve_device(device)
-        self.module = build_network(run.network, run.dataset, run.es.seed).to(self.device)
-        self.names = [name for name, _ in self.module.named_parameters()]
-        self.shapes = [p.shape for _, p in self.module.named_parameters()]
-        for parameter in self.module.parameters():
+        self.noise = noise_source(noise, self.device)
+        module = build_network(run.network, run.dataset, run.es.seed)
+        self.names = [name for name, _ in module.named_parameters()]
+        self.shapes = [p.shape for _, p in module.named_parameters()]
+        for parameter in module.parameters():
             parameter.requires_grad_(False)
-        flat = torch.cat([p.detach().reshape(-1).cpu() for p in self.module.parameters()])
-        self.theta = nn.Parameter(flat.to(self.device))
+        self.theta = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in module.parameters()]))
+        self.module = module.to(self.device)
         self.size = self.theta.numel()
+        self._on_device: tuple[torch.Tensor, torch.Tensor | None] | None = None
         self.sigma = np.full(self.size, run.es.sigma) if run.es.algorithm == "snes" else None
         self.sigma_rate = run.sigma_rate or default_snes_sigma_rate(self.size)
         self.optimizer = make_optimizer(run.optimizer, [self.theta], run.learning_rate)
@@ -126,10 +156,39 @@ class WeightEvolution:
         loss = float(F.cross_entropy(logits.float(), y))
         return -loss if np.isfinite(loss) else float("nan")
 
+    def device_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The evaluation device's copy of ``theta`` and, for SNES with device noise, of ``sigma`` (float64):
+        copied once after each change of the master weights, shared by all the generation's offspring."""
+        if self._on_device is None:
+            theta = self.theta.detach()
+            theta = theta if self.device.type == "cpu" else theta.to(self.device, copy=True)
+            sigma = None
+            if self.sigma is not None and self.noise == "torch":
+                sigma = torch.from_numpy(np.asarray(self.sigma, dtype=np.float64)).to(self.device, copy=True)
+            self._on_device = (theta, sigma)
+        return self._on_device
+
+    def _offspring(self, generation: int, indices: Iterable[int]) -> Iterator[torch.Tensor]:
+        """``theta + sigma * eps_i`` on the device for each offspring ``i`` of ``indices``, in order; a noise
+        row shared by consecutive mirrored offspring is generated once."""
+        theta, device_sigma = self.device_weights()
+        es, last_row, noise = self.run.es, None, None
+        for index in indices:
+            row, sign = offspring_row(index, es.mirrored)
+            if row != last_row:
+                noise = (device_noise.base_noise(es.seed, generation, row, 0, self.size, self.device)
+                         if self.noise == "torch" else base_noise(es.seed, generation, row, 0, self.size))
+                last_row = row
+            if self.noise == "torch":
+                scale = es.sigma if device_sigma is None else device_sigma
+                yield theta + (noise * (sign * scale)).to(torch.float32)
+            else:  # nas.neuroevolution.es.perturbation's arithmetic, then one copy to the device
+                scale = es.sigma if self.sigma is None else np.asarray(self.sigma, dtype=np.float64)
+                yield theta + torch.from_numpy(noise * (sign * scale)).to(self.device, torch.float32)
+
     def offspring_weights(self, generation: int, index: int) -> torch.Tensor:
         """``theta + sigma * eps_i`` on the device."""
-        noise = perturbation(self.run.es, generation, index, 0, self.size, self.sigma)
-        return self.theta.detach() + torch.from_numpy(noise).to(self.device, torch.float32)
+        return next(self._offspring(generation, [index]))
 
     @torch.no_grad()
     def evaluate(self, generation: int, indices: range | list[int]) -> list[float]:
@@ -137,12 +196,13 @@ class WeightEvolution:
         rows = torch.from_numpy(batch_indices(self.run.es.seed, generation, len(self.data.train_y),
                                               self.run.batch_size)).to(self.device)
         x, y = self.data.train_x[rows], self.data.train_y[rows]
-        return [self._score(self.offspring_weights(generation, i), x, y, self.run.fitness) for i in indices]
+        return [self._score(weights, x, y, self.run.fitness) for weights in self._offspring(generation, indices)]
 
     @torch.no_grad()
     def validate(self) -> float:
         """The accuracy of the current weights on the validation split."""
-        logits = torch.func.functional_call(self.module, self._params(self.theta.detach()), (self.data.val_x,))
+        theta, _ = self.device_weights()
+        logits = torch.func.functional_call(self.module, self._params(theta), (self.data.val_x,))
         return float((logits.argmax(1) == self.data.val_y).float().mean())
 
     # --- estimate and update ------------------------------------------------------------------------------
@@ -154,13 +214,15 @@ class WeightEvolution:
 
     def apply(self, gradient: dict[str, np.ndarray]) -> None:
         """One optimizer step along the full ascent estimate (the optimizer minimises, so it gets the negated
-        estimate), then SNES's sigma step; advances the generation counter."""
+        estimate), then SNES's sigma step; advances the generation counter. On the CPU, whatever the evaluation
+        device: the same arithmetic in every copy."""
         ascent = gradient["theta"] if "theta" in gradient else gradient["mu"]
-        self.theta.grad = torch.from_numpy(-ascent).to(self.device, torch.float32)
+        self.theta.grad = torch.from_numpy(-ascent).to(torch.float32)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.sigma is not None:
             self.sigma = snes_sigma_step(self.sigma, gradient["sigma"], self.sigma_rate)
+        self._on_device = None
         self.generation += 1
 
     def step(self) -> dict[str, Any]:
@@ -190,16 +252,18 @@ class WeightEvolution:
         return buffer.getvalue()
 
     def load_state(self, data: bytes) -> None:
-        state = torch.load(io.BytesIO(data), map_location=self.device, weights_only=False)
+        """The state of :meth:`state_bytes`, onto the CPU (a state saved on a GPU included)."""
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
         with torch.no_grad():
-            self.theta.copy_(state["theta"].to(self.device))
+            self.theta.copy_(state["theta"])
         self.sigma = state["sigma"]
         self.generation = int(state["generation"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self._on_device = None
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The module's ``state_dict`` with the current weights (for ``weights.pt``)."""
-        params = self._params(self.theta.detach().cpu())
+        params = self._params(self.theta.detach())
         state = {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
         state.update({name: value.clone() for name, value in params.items()})
         return state

@@ -8,7 +8,9 @@ worker, in any order. This is what DarwiNN's chromosome updates need, and what a
 a stream written into a strided view (``torch.randn(out=view)``) is not the stream a contiguous buffer gets,
 which made DarwiNN's CU update use other noise than its evaluation.
 
-numpy only; the evaluators copy these float64 values to the device, so CPU and GPU see the same numbers.
+numpy only. A worker evaluating on the CPU uses these values; one evaluating on a GPU generates the same hash
+with torch on the device (``evaluators.device_noise``: the same bits, normals equal to float64 rounding), and
+every gradient is computed here, on the CPU, so that every copy gets the same estimate bit for bit.
 """
 from __future__ import annotations
 
@@ -17,10 +19,18 @@ import numpy as np
 #: The default number of elements generated at a time (memory is O(block), whatever the slice's length).
 BLOCK = 1 << 16
 
+#: The hash's constants, public so that another implementation (``evaluators.device_noise``, torch on the
+#: evaluation device) computes the same bits: the counter step, SplitMix64's two multipliers and its shifts.
+GOLDEN = 0x9E3779B97F4A7C15
+MULTIPLIERS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+SHIFTS = (30, 27, 31)
+#: A uniform keeps the top 53 bits of a hash: ``((bits >> 11) + 0.5) / 2**53``, in (0, 1).
+UNIFORM_SHIFT = 11
+
 _MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = GOLDEN
+_M1 = np.uint64(MULTIPLIERS[0])
+_M2 = np.uint64(MULTIPLIERS[1])
 
 
 def _mix_int(value: int) -> int:
@@ -43,17 +53,22 @@ def row_key(seed: int, generation: int, index: int) -> int:
 
 def _mix(values: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser, element-wise on uint64 (wrapping arithmetic)."""
-    values = values ^ (values >> np.uint64(30))
+    values = values ^ (values >> np.uint64(SHIFTS[0]))
     values = values * _M1
-    values = values ^ (values >> np.uint64(27))
+    values = values ^ (values >> np.uint64(SHIFTS[1]))
     values = values * _M2
-    return values ^ (values >> np.uint64(31))
+    return values ^ (values >> np.uint64(SHIFTS[2]))
+
+
+def counter_bits(key: int, counters: np.ndarray) -> np.ndarray:
+    """The 64 hashed bits of each counter (uint64) of the row ``key``: what every uniform is made of."""
+    return _mix(np.asarray(counters, dtype=np.uint64) * np.uint64(_GOLDEN) + np.uint64(key))
 
 
 def _uniform(key: int, counters: np.ndarray) -> np.ndarray:
     """Uniforms in (0, 1) with 53 bits, one per counter."""
-    bits = _mix(counters * np.uint64(_GOLDEN) + np.uint64(key))
-    return ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+    bits = counter_bits(key, counters)
+    return ((bits >> np.uint64(UNIFORM_SHIFT)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
 
 
 def _normal_block(key: int, start: int, stop: int) -> np.ndarray:
