@@ -176,7 +176,7 @@ def compute_section(report: Report, workers: list[int], layers: list[int], popul
 
 
 def engine_section(report: Report, workers: list[int], layers: list[int], population: int, per_worker: int,
-                   generations: int) -> None:
+                   generations: int, methods: list[str], scalings: list[str]) -> None:
     from benchmarks.stack import Node, Stack
 
     size = sum(a * b + b for a, b in zip(layers, layers[1:]))
@@ -184,8 +184,9 @@ def engine_section(report: Report, workers: list[int], layers: list[int], popula
     with Stack() as stack:
         from webapp.searches.models import WeightGeneration  # Django is set up by the stack
 
-        for scaling, pop_of in (("strong", lambda n: population), ("weak", lambda n: per_worker * n)):
-            for method in ("cu", "su", "scalars"):
+        plans = {"strong": lambda n: population, "weak": lambda n: per_worker * n}
+        for scaling, pop_of in ((name, plans[name]) for name in scalings):
+            for method in methods:
                 base = None
                 for n in workers:
                     with stack.workers([Node(f"n{n}", slots=n)]) as pool:
@@ -196,18 +197,24 @@ def engine_section(report: Report, workers: list[int], layers: list[int], popula
                     gens = list(WeightGeneration.objects.filter(search_id=run.search_id).order_by("number"))[1:]
                     mean = {key: statistics.mean(g.timings[key] for g in gens)
                             for key in ("evaluate", "gather", "gradient", "update", "total")}
-                    base = base or mean["total"]
-                    efficiency = base / (n * mean["total"]) if scaling == "strong" else base / mean["total"]
+                    # Wall: from one generation's record to the next, so the loop's saving and publishing count.
+                    mean["wall"] = statistics.mean((b.created - a.created).total_seconds()
+                                                   for a, b in zip(gens, gens[1:]))
+                    base = base or mean["wall"]
+                    efficiency = base / (n * mean["wall"]) if scaling == "strong" else base / mean["wall"]
                     measured = statistics.mean(g.traffic["bytes"] for g in gens)
                     model = statistics.mean(g.traffic["model_bytes"] for g in gens)
                     rows.append([scaling, method, n, pop_of(n), *(f"{mean[k]:.3f}" for k in
-                                 ("evaluate", "gather", "gradient", "update", "total")), f"{efficiency:.2f}",
+                                 ("evaluate", "gather", "gradient", "update", "total", "wall")), f"{efficiency:.2f}",
                                  kib(measured), kib(model), gens[-1].validation_accuracy and
                                  f"{gens[-1].validation_accuracy:.3f}"])
     report.add(f"## The real engine: MLP {'-'.join(map(str, layers))} (M = {size:,}), {generations} generations, "
-               "mean over all but the first\n\nSeconds per generation as the loop recorded them; bytes measured "
+               "mean over all but the first\n\nSeconds per generation as the loop recorded them (generation: "
+               "evaluate + gather + gradient + update; wall: from one generation's record to the next, the "
+               "loop's saving included; efficiency is computed on wall: strong t1 / (N tN), weak t1 / tN); "
+               "each slot runs PyTorch on its share of the cores (evalworker --threads: cores / slots); bytes measured "
                "on the wire (float64 slices, JSON fitness values) and the model's count (8-byte values).\n\n" +
-               table(["scaling", "method", "N", "P", "evaluate", "gather", "gradient", "update", "generation",
+               table(["scaling", "method", "N", "P", "evaluate", "gather", "gradient", "update", "generation", "wall",
                       "efficiency", "KiB measured", "KiB model", "val. acc."], rows))
 
 
@@ -243,12 +250,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-worker", type=int, default=16, help="P / N of weak scaling")
     parser.add_argument("--engine", action="store_true", help="also run real weight searches (slow)")
     parser.add_argument("--generations", type=int, default=4, help="generations per engine run")
+    parser.add_argument("--methods", default="cu,su,scalars", help="the engine runs' distribution methods")
+    parser.add_argument("--scaling", default="strong,weak", help="the engine runs' scalings: strong, weak or both")
     parser.add_argument("--learning", type=int, default=300, help="generations of the learning run (0: none)")
     parser.add_argument("--no-compute", action="store_true", help="skip the compute-per-part tables")
     parser.add_argument("--device", default="cpu", help="the evaluation device (cpu, cuda:0)")
     parser.add_argument("--noise-sizes", default="100000,1000000", help="M of the noise table (empty: none)")
     parser.add_argument("--output", default="neuroevolution")
     args = parser.parse_args(argv)
+    methods, scalings = args.methods.split(","), args.scaling.split(",")
+    if not set(methods) <= {"cu", "su", "scalars"} or not set(scalings) <= {"strong", "weak"}:
+        parser.error("--methods takes cu, su, scalars and --scaling strong, weak (comma-separated)")
     workers = [int(n) for n in args.workers.split(",")]
     layers = [int(n) for n in args.layers.split(",")]
     report = Report(args.output, "Weight searches (seed 001): traffic, time split, scaling, learning",
@@ -261,7 +273,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_compute:
         compute_section(report, workers, layers, args.population, args.per_worker, args.device)
     if args.engine:
-        engine_section(report, workers, layers, args.population, args.per_worker, args.generations)
+        engine_section(report, workers, layers, args.population, args.per_worker, args.generations, methods,
+                       scalings)
 
 
 if __name__ == "__main__":
