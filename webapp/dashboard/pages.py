@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, csp, display, weights_pages
+from webapp.dashboard import architecture, csp, display, weights_form, weights_pages
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.curve_chart import individual_curve
 from webapp.dashboard.forms import SearchForm
@@ -84,9 +84,8 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
     if search.status != Search.Status.DRAFT:
         messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
         return redirect("search-detail", search_id=search.pk)
-    if search.config.get("kind") == "weights":  # the form edits architecture searches only
-        messages.info(request, f"Edit weight search #{search.pk} with: manage.py search edit {search.pk} --set ...")
-        return redirect("search-detail", search_id=search.pk)
+    if search.config.get("kind") == "weights":  # seed 001: its own form (webapp.dashboard.weights_form)
+        return weights_form.edit(request, search)
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
                       base=search.config)
     if request.method == "POST" and form.is_valid():
