@@ -42,8 +42,8 @@ window.NasLive = (function () {
       const el = document.getElementById(id);
       if (el) el.disabled = !on;
     }
-    const edit = document.getElementById("edit-button");  // only a draft can be edited
-    if (edit) edit.hidden = status !== "draft";
+    const edit = document.getElementById("edit-button");  // only a draft can be edited (a style: .button shows)
+    if (edit) edit.style.display = status === "draft" ? "" : "none";
   }
 
   // The socket of search `options.searchId`. `options.apply(event)` applies one event; `options.applied()`
