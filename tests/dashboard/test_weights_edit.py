@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from tests.dashboard.conftest import CONFIG as ARCHITECTURE
+from tests.dashboard.conftest import fill
 from webapp.dashboard.weights_form import WeightSearchForm
 from webapp.searches.models import Search
 from webapp.services import lifecycle
@@ -86,4 +88,28 @@ def test_another_users_draft_is_a_404(client, users, draft):
     before = Search.objects.values("config").get(pk=draft.pk)
     assert client.get(reverse("search-edit", args=[draft.pk])).status_code == 404
     assert client.post(reverse("search-edit", args=[draft.pk]), posted(draft, population=32)).status_code == 404
+    assert Search.objects.values("config").get(pk=draft.pk) == before
+
+
+def test_the_best_architecture_chosen_at_creation_is_kept_until_its_source_changes(owner_client, draft, search):
+    """Re-saving a best-of draft keeps the genome found when it was chosen, even if the source's best changed."""
+    url = reverse("search-edit", args=[draft.pk])
+    assert owner_client.post(url, posted(draft, network="best_of", source_search=search.pk)).status_code == 302
+    draft.refresh_from_db()
+    chosen = draft.config["network"]
+    assert chosen["kind"] == "genome" and chosen["source_search"] == search.pk
+    best = search.individuals.get(genome=chosen["genome"])
+    search.individuals.exclude(pk=best.pk).filter(status="done").update(fitness=best.fitness + 1)  # a new best
+    assert owner_client.get(url).content.decode().count(f'value="{search.pk}"') == 1  # prefilled
+    assert owner_client.post(url, posted(draft, population=32)).status_code == 302
+    draft.refresh_from_db()
+    assert draft.config["network"] == chosen and draft.config["weights"]["population"] == 32
+
+
+def test_another_users_architecture_is_refused_and_nothing_changes(owner_client, users, draft):
+    theirs = fill(lifecycle.create_search(users["other"], "theirs", ARCHITECTURE), 2)
+    before = Search.objects.values("config").get(pk=draft.pk)
+    response = owner_client.post(reverse("search-edit", args=[draft.pk]),
+                                 posted(draft, network="best_of", source_search=theirs.pk))
+    assert response.status_code == 400 and f"there is no architecture search #{theirs.pk}" in response.content.decode()
     assert Search.objects.values("config").get(pk=draft.pk) == before

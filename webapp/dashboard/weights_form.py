@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from evaluators.catalog import DATASETS
 from nas.neuroevolution import ALGORITHMS, METHODS
+from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
 from webapp.searches.models import Search
 from webapp.searches.weights_config import FIELDS, FITNESS, NUMBERS, OPTIMIZERS
@@ -139,20 +139,8 @@ def edit(request: HttpRequest, search: Search) -> HttpResponse:
     form = WeightSearchForm(request.POST or None, initial=WeightSearchForm.initial_from(search.name, search.config),
                             base=search.config)
     if request.method == "POST" and form.is_valid():
-        try:
-            lifecycle.update_draft(search, form.cleaned_data["name"], form.config)
-            if "launch" in request.POST:
-                lifecycle.launch(search)
-                return redirect("search-detail", search_id=search.pk)
-        except lifecycle.InvalidName as error:
-            form.add_error("name", str(error))
-        except ConfigError as error:  # e.g. a source search the owner may not see
-            form.add_config_error(error)
-        except lifecycle.ActionError as error:  # launched meanwhile (another tab)
-            messages.error(request, str(error))
-            return redirect("search-detail", search_id=search.pk)
-        else:
-            messages.success(request, f"Draft #{search.pk} saved.")
-            return redirect("search-detail", search_id=search.pk)
+        answer = drafts.save_draft(request, search, form, saved_to="search-detail")
+        if answer is not None:
+            return answer
     return render(request, "dashboard/weights_form.html", {"form": form, "search": search},
                   status=400 if form.errors else 200)
