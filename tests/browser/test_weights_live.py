@@ -1,6 +1,7 @@
 """A weight search's page in Chromium follows the search's websocket (real Redis, a real daphne): a generation
 published as the weight loop publishes it shows up without a reload and without a request to the page's JSON;
-a status event changes the badge and the buttons; events published while the socket is down are caught up."""
+a status event changes the badge and the buttons; events published while the socket is down are caught up, and
+when more were missed than one catch-up holds, the page re-fetches its snapshot (JSON) once."""
 from __future__ import annotations
 
 import threading
@@ -8,8 +9,9 @@ import threading
 import pytest
 
 from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from webapp.dashboard.consumers import CATCH_UP
 from webapp.searches import broadcast
-from webapp.searches.models import Search, WeightGeneration
+from webapp.searches.models import Search, WeightGeneration, WeightState
 from webapp.services import lifecycle
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -26,11 +28,27 @@ def row(number: int) -> dict:
 
 def publish(search: Search, kind: str, data: dict) -> None:
     """As the loop would, from another thread (Playwright's event loop runs in this one)."""
-    if kind == "weights.generation":
+    if kind == "weights.generation":  # the loop records the row and the state in the event's transaction
         WeightGeneration.objects.create(search=search, **data)
+        WeightState.objects.update_or_create(search=search, defaults={
+            "generation": data["number"] + 1, "digest": "d", "data": b"x",
+            "validation_accuracy": data["validation_accuracy"]})
     thread = threading.Thread(target=broadcast.notify, args=(search.pk, kind, data))
     thread.start()
     thread.join()
+
+
+def open_page(page, web: str, owner, search: Search) -> tuple[list[str], list[str]]:
+    """The search's page, live; the URLs it requests and the errors it raises, as lists that grow."""
+    requested: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    sign_in(page, web, owner)
+    page.goto(f"{web}/searches/{search.pk}/")
+    page.wait_for_function("() => document.getElementById('live-state').textContent === 'live'", timeout=60_000)
+    return requested, errors
 
 
 def text(page, selector: str) -> str:
@@ -45,11 +63,7 @@ def test_a_generation_shows_up_live_without_polling(page, web, django_user_model
     owner = django_user_model.objects.create_user(username="ada", password="a-long-password-1")
     search = lifecycle.create_search(owner, "es live", CONFIG)
     json_url = f"/api/searches/{search.pk}/weights/"
-    requested: list[str] = []
-    page.on("request", lambda request: requested.append(request.url))
-    sign_in(page, web, owner)
-    page.goto(f"{web}/searches/{search.pk}/")
-    page.wait_for_function("() => document.getElementById('live-state').textContent === 'live'", timeout=60_000)
+    requested, errors = open_page(page, web, owner, search)
     page.evaluate("() => { window.__noReload = 'still here'; }")
     assert text(page, "#progress-text") == "0/5" and page.locator("#edit-button").is_visible()
 
@@ -83,3 +97,26 @@ def test_a_generation_shows_up_live_without_polling(page, web, django_user_model
     seq = Search.objects.values_list("event_seq", flat=True).get(pk=search.pk)
     assert page.locator("#weights-page").get_attribute("data-seq") == str(seq)
     assert not [url for url in requested if json_url in url]
+    assert errors == []
+
+
+def test_a_resync_refetches_the_snapshot_once(page, web, django_user_model):
+    owner = django_user_model.objects.create_user(username="ada", password="a-long-password-1")
+    search = lifecycle.create_search(owner, "es resync", CONFIG)
+    Search.objects.filter(pk=search.pk).update(status="running")
+    json_url = f"/api/searches/{search.pk}/weights/"
+    requested, errors = open_page(page, web, owner, search)
+    # Offline while more events are logged than one catch-up holds (the page ignores these), then a generation.
+    page.evaluate("() => window.nasLive.drop(3000)")
+    thread = threading.Thread(target=broadcast.notify_many,
+                              args=(search.pk, [("search.progress", {"done": 0, "total": 5})] * CATCH_UP))
+    thread.start()
+    thread.join()
+    publish(search, "weights.generation", row(0))
+    wait_until(lambda: text(page, "#progress-text") == "1/5", 120, message="the generation, through the resync")
+    seq = Search.objects.values_list("event_seq", flat=True).get(pk=search.pk)
+    wait_until(lambda: page.locator("#weights-page").get_attribute("data-seq") == str(seq), 60,
+               message="the page at the snapshot's number")
+    assert fitness_points(page) == 1 and text(page, "#validation-accuracy") == "0.6100"
+    assert len([url for url in requested if json_url in url]) == 1
+    assert errors == []
