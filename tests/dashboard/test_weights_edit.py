@@ -113,3 +113,15 @@ def test_another_users_architecture_is_refused_and_nothing_changes(owner_client,
                                  posted(draft, network="best_of", source_search=theirs.pk))
     assert response.status_code == 400 and f"there is no architecture search #{theirs.pk}" in response.content.decode()
     assert Search.objects.values("config").get(pk=draft.pk) == before
+
+
+def test_a_genome_given_whole_is_kept_as_stored(owner_client, users, search):
+    """A draft whose genome came from ``search create --set`` (no source search) keeps it through the form."""
+    genome = search.individuals.filter(status="done").first().genome
+    draft = lifecycle.create_search(users["owner"], "es genome", {
+        **CONFIG, "network": {"kind": "genome", "space": search.config["space"], "genome": genome}})
+    url = reverse("search-edit", args=[draft.pk])
+    assert 'value="stored" selected' in owner_client.get(url).content.decode()
+    assert owner_client.post(url, posted(draft, population=32)).status_code == 302
+    draft.refresh_from_db()
+    assert draft.config["network"]["genome"] == genome and draft.config["weights"]["population"] == 32
