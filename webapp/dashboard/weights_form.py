@@ -101,9 +101,7 @@ class WeightSearchForm(forms.Form):
         network = self._network(data)
         if network is None:
             return data
-        weights = {key: data[key] for key in ("algorithm", "method", "population", "sigma", "learning_rate",
-                                              "optimizer", "fitness", "batch_size", "generations", "mirrored",
-                                              "seed")}
+        weights = {key: data[key] for key in FIELDS}  # every field of the "weights" section has its form field
         try:
             self.config = check_config({"kind": "weights", "network": network, "dataset": data["dataset"],
                                         "weights": weights, "pool": data["pool"]})
