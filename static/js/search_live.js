@@ -1,6 +1,5 @@
-// The live search page: a snapshot over HTTP, then the search's events over a websocket, applied in sequence
-// order. Points are keyed by individual number, so an event seen twice changes nothing; a gap in the numbers
-// (or a reconnect) asks the server for the events after the last one applied.
+// The live search page: a snapshot over HTTP, then the search's events over a websocket (live_socket.js),
+// applied in sequence order. Points are keyed by individual number, so an event seen twice changes nothing.
 (function () {
   "use strict";
   const root = document.getElementById("search-page");
@@ -8,18 +7,12 @@
   const searchId = root.dataset.search;
   const CONFIG = {responsive: true, displaylogo: false};
   const FINAL = new Set(["finished", "stopped", "failed"]);
-  const state = {seq: 0, plotted: new Set(), best: null, start: null, nodeCounts: {}, socket: null,
-                 retry: 500, holdUntil: 0, lastResume: 0, status: null, pending: {}, prunes: {}, flushTimer: null, dropped: 0,
-                 running: {}, skew: 0, runningDrawn: 0};
-
-  function csrf() {
-    const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
+  const state = {plotted: new Set(), best: null, start: null, nodeCounts: {}, status: null, pending: {}, prunes: {},
+                 flushTimer: null, dropped: 0, running: {}, skew: 0, runningDrawn: 0};
+  const live = NasLive.create({searchId, apply, applied: mark, resync: loadSnapshot});
+  const setText = NasLive.setText, reveal = NasLive.reveal;
 
   function chart(name) { return document.getElementById("chart-" + name); }
-
-  function setText(id, text) { const el = document.getElementById(id); if (el) el.textContent = text; }
 
   function fmt(value, digits) { return value === null || value === undefined ? "—" : Number(value).toFixed(digits); }
 
@@ -40,7 +33,7 @@
       const el = chart(name);
       if (el) await Plotly.react(el, figure.data, figure.layout, CONFIG);
     }
-    state.seq = snap.seq;
+    live.seq = snap.seq;
     state.plotted = new Set(snap.plotted);
     state.best = snap.best;
     state.start = snap.start;
@@ -63,29 +56,17 @@
   }
 
   function mark() {
-    root.dataset.seq = state.seq;
+    root.dataset.seq = live.seq;
     root.dataset.points = state.plotted.size;
   }
 
   function showSearch(s) {
     state.status = s.status;
-    setText("search-status", s.status);
-    const status = document.getElementById("search-status");
-    if (status) status.className = "status status-" + s.status;
+    NasLive.showStatus(s.status);
     const progress = document.getElementById("progress");
     if (progress) { progress.max = s.total || 1; progress.value = s.done; }
     setText("progress-text", s.done + "/" + s.total);
     setText("best-fitness", fmt(s.best_fitness, 4));
-    buttons(s.status);
-  }
-
-  function buttons(status) {
-    const enable = {"launch-button": status === "draft", "stop-button": status === "running",
-                    "resume-button": status === "stopped" || status === "failed"};
-    for (const [id, on] of Object.entries(enable)) {
-      const el = document.getElementById(id);
-      if (el) el.disabled = !on;
-    }
   }
 
   function showSummary(summary) {
@@ -94,16 +75,6 @@
     setText("speedup-value", held ? fmt(summary.speedup, 2) + " of " + fmt(held, 1) : "—");
     setText("efficiency-value", held ? fmt(summary.efficiency, 2) : "—");
     setText("utilisation-value", summary.utilisation != null ? fmt(summary.utilisation, 2) : "—");
-  }
-
-  // A chart drawn before its first result hides its axes behind a note (an empty date axis spans the year
-  // 2000; charts.py names the hidden axes in layout.meta.empty): the first point shows them again.
-  function reveal(el) {
-    const empty = el && el.layout && el.layout.meta && el.layout.meta.empty;
-    if (!empty || !el.data.some((t) => t.x && t.x.some((x) => x !== null))) return;
-    const update = {annotations: [], meta: null};
-    for (const axis of empty) update[axis + ".visible"] = true;
-    Plotly.relayout(el, update);
   }
 
   // --- deltas, batched per chart and trace, drawn at most ten times a second --------------------------------
@@ -298,67 +269,9 @@
     else if (event.type === "individual.progress") { growCurve(event.data); return; }
     else if (event.type === "search.status") {
       state.status = event.data.status;
-      setText("search-status", event.data.status);
-      const status = document.getElementById("search-status");
-      if (status) status.className = "status status-" + event.data.status;
-      buttons(event.data.status);
+      NasLive.showStatus(event.data.status);
     }
     refreshTableSoon();
-  }
-
-  function receive(events) {
-    events.sort((a, b) => a.seq - b.seq);
-    for (const event of events) {
-      if (event.seq <= state.seq) continue;          // seen already (catch-up and relay overlap)
-      if (event.seq > state.seq + 1) { resume(); break; }   // a gap: ask for what is missing
-      apply(event);
-      state.seq = event.seq;
-    }
-    mark();
-  }
-
-  // --- the socket ------------------------------------------------------------------------------------------
-
-  // Ask for the events after the last applied one. At most once a second; a request that comes sooner is
-  // deferred, never dropped (it may be the last gap of a finished search).
-  let deferred = null;
-  function resume(force) {
-    const now = Date.now();
-    if (!force && now - state.lastResume < 1000) {
-      if (!deferred) deferred = setTimeout(() => { deferred = null; resume(true); }, 1000 - (now - state.lastResume));
-      return;
-    }
-    state.lastResume = now;
-    if (state.socket && state.socket.readyState === WebSocket.OPEN) {
-      state.socket.send(JSON.stringify({type: "resume", after: state.seq}));
-    }
-  }
-
-  // Reconnecting: exponential back-off with jitter (half to all of the current delay, so that a thousand pages
-  // dropped at once by a server or Redis restart do not all come back in the same instant), from 0.5 s up
-  // to 30 s. The delay is reset only when the server has answered on the socket: a handshake it accepts
-  // and closes at once (4013, "try again later", while its Redis is away) keeps backing off.
-  const RETRY_FIRST = 500, RETRY_MAX = 30000, TRY_AGAIN_LATER = 4013;
-
-  function connect() {
-    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    const socket = new WebSocket(scheme + window.location.host + "/ws/searches/" + searchId + "/");
-    state.socket = socket;
-    socket.onopen = () => { setText("live-state", "live"); resume(true); };
-    socket.onmessage = (message) => {
-      state.retry = RETRY_FIRST;
-      const data = JSON.parse(message.data);
-      if (data.type === "events") receive(data.events);
-      else if (data.type === "resync") loadSnapshot().then(() => resume(true));
-    };
-    socket.onclose = (event) => {
-      if (state.socket !== socket) return;
-      const delay = Math.max(state.retry * (0.5 + Math.random() / 2), state.holdUntil - Date.now());
-      const why = event.code === TRY_AGAIN_LATER ? "server busy, " : "";
-      setText("live-state", why + "reconnecting in " + Math.ceil(delay / 1000) + " s…");
-      setTimeout(connect, delay);
-      state.retry = Math.min(state.retry * 2, RETRY_MAX);
-    };
   }
 
   // --- the table of individuals ----------------------------------------------------------------------------
@@ -443,26 +356,22 @@
   // stays offline for ms milliseconds (events published meanwhile are caught up after the reconnect).
   window.nasLive = {
     state,
+    live,
     drop(ms) {
       state.dropped += 1;
-      state.holdUntil = Date.now() + (ms || 0);
-      setText("live-state", "offline");
-      if (state.socket) state.socket.close();
+      live.drop(ms);
     },
     pointCount() {
       const el = chart("fitness");
       return el && el.data ? el.data.reduce((n, t) => n + t.x.length, 0) : 0;
     },
-    csrf,
+    csrf: NasLive.csrf,
   };
 
-  // The channel layer may shed the last messages of a burst, and no later event would reveal the gap: ask
-  // now and then anyway (an empty answer costs one small query).
-  setInterval(() => resume(true), 10000);
   setInterval(drawRunning, 1000);
 
   tableEvents();
   slowDownloads();
   loadTable();
-  loadSnapshot().then(connect).catch((error) => setText("live-state", "could not load: " + error.message));
+  loadSnapshot().then(live.connect).catch((error) => setText("live-state", "could not load: " + error.message));
 })();

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
 from django.urls import reverse
 
 from webapp.dashboard import weights_charts
+from webapp.searches import broadcast
 from webapp.searches.models import Search, WeightGeneration, WeightState
 from webapp.services import lifecycle
 
@@ -50,7 +52,8 @@ def test_the_page_and_json_of_a_weight_search(owner_client, users, client):
                                weights_pt=b"tensors", source="# model")
     html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
     for element in ("chart-weights-fitness", "chart-weights-traffic", "chart-weights-timings", "chart-weights-nodes",
-                    "launch-button", "stop-button", "resume-button", "clone-button", "weights-figures", "download-weights"):
+                    "launch-button", "stop-button", "resume-button", "clone-button", "weights-snapshot", "download-weights",
+                    "edit-button", "live-state"):
         assert f'id="{element}"' in html
     assert "2/5" in html and "0.5500" in html
     body = json.loads(owner_client.get(reverse("api-weights", args=[search.pk])).content)
@@ -63,12 +66,47 @@ def test_the_page_and_json_of_a_weight_search(owner_client, users, client):
     assert client.get(zip_url).status_code == 404
 
 
+def test_the_page_and_json_carry_the_sequence_number_of_their_snapshot(owner_client, users):
+    """The live page follows the websocket from the number of the last event its figures include."""
+    search = lifecycle.create_search(users["owner"], "es", CONFIG)
+    lifecycle.launch(search)  # a search.status event
+    for row in rows(2):
+        WeightGeneration.objects.create(search=search, **row)
+        broadcast.notify(search.pk, "weights.generation", row)
+    seq = Search.objects.values_list("event_seq", flat=True).get(pk=search.pk)
+    assert seq == 3
+    html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
+    assert f'data-seq="{seq}"' in html
+    page_snapshot = json.loads(re.search(r'id="weights-snapshot" type="application/json">(.*?)</script>',
+                                         html).group(1))
+    body = json.loads(owner_client.get(reverse("api-weights", args=[search.pk])).content)
+    assert page_snapshot["seq"] == body["seq"] == seq
+    assert body["summary"]["last"]["number"] == 1 and body["summary"]["status"] == "running"
+    assert 'src="/static/js/live_socket.js"' in html  # the websocket, instead of polling the JSON
+
+
+def test_each_trace_names_the_row_field_the_live_page_appends():
+    """weights_live.js appends an event's row to a trace by the field its meta names: every field exists."""
+    row = rows(1)[0]
+    for figure in weights_charts.weight_figures(rows(2)).values():
+        for trace in figure["data"]:
+            meta = trace["meta"]
+            path = meta.get("field") or meta["sum"]
+            value = row
+            for key in path.split("."):
+                value = value[key]
+            if "field" in meta:
+                assert trace["y"][0] == value, path
+            else:
+                assert dict(zip(trace["x"], trace["y"])) == {node: 2 * count for node, count in value.items()}
+
+
 def test_no_architecture_view_fails_on_a_weight_search(owner_client, users):
     """The views made for architecture searches answer a weight search without a 500."""
     owner_client.raise_request_exception = False
     search = lifecycle.create_search(users["owner"], "es", CONFIG)
     WeightGeneration.objects.create(search=search, **rows(1)[0])
-    assert owner_client.get(reverse("search-edit", args=[search.pk])).status_code == 302  # to its own page
+    assert owner_client.get(reverse("search-edit", args=[search.pk])).status_code == 200  # its own form
     for name in ("search-list", "home"):
         assert owner_client.get(reverse(name)).status_code == 200
     for name in ("api-search", "api-snapshot", "api-events", "api-individuals", "download-best", "download-events",

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, csp, display, weights_pages
+from webapp.dashboard import architecture, csp, display, drafts, weights_form, weights_pages
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.curve_chart import individual_curve
 from webapp.dashboard.forms import SearchForm
@@ -84,25 +84,14 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
     if search.status != Search.Status.DRAFT:
         messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
         return redirect("search-detail", search_id=search.pk)
-    if search.config.get("kind") == "weights":  # the form edits architecture searches only
-        messages.info(request, f"Edit weight search #{search.pk} with: manage.py search edit {search.pk} --set ...")
-        return redirect("search-detail", search_id=search.pk)
+    if search.config.get("kind") == "weights":  # seed 001: its own form (webapp.dashboard.weights_form)
+        return weights_form.edit(request, search)
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
                       base=search.config)
     if request.method == "POST" and form.is_valid():
-        try:
-            lifecycle.update_draft(search, form.cleaned_data["name"], form.config)
-            if "launch" in request.POST:
-                lifecycle.launch(search)
-                return redirect("search-detail", search_id=search.pk)
-        except lifecycle.InvalidName as error:
-            form.add_error("name", str(error))
-        except lifecycle.ActionError as error:  # launched meanwhile (another tab)
-            messages.error(request, str(error))
-            return redirect("search-detail", search_id=search.pk)
-        else:
-            messages.success(request, f"Draft #{search.pk} saved.")
-            return redirect("search-edit", search_id=search.pk)
+        answer = drafts.save_draft(request, search, form, saved_to="search-edit")
+        if answer is not None:
+            return answer
     return render(request, "dashboard/search_form.html",
                   {"form": form, "search": search, "measured": estimates.measured()},
                   status=400 if form.errors else 200)

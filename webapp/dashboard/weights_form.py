@@ -1,5 +1,6 @@
-"""The browser form of a new weight search (seed 001): its fields build the configuration, and the engine's
-``check_config`` checks it as a whole (its error lands on the field it names), as for architecture searches."""
+"""The browser form of a weight search (seed 001), new or a draft to edit: its fields build the configuration,
+and the engine's ``check_config`` checks it as a whole (its error lands on the field it names), as for
+architecture searches."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,13 +13,17 @@ from django.views.decorators.http import require_http_methods
 
 from evaluators.catalog import DATASETS
 from nas.neuroevolution import ALGORITHMS, METHODS
+from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
-from webapp.searches.weights_config import FITNESS, NUMBERS, OPTIMIZERS
+from webapp.searches.models import Search
+from webapp.searches.weights_config import FIELDS, FITNESS, NUMBERS, OPTIMIZERS
 from webapp.services import lifecycle
 
 #: The configuration's field -> the form's field that shows its error.
 FIELD_OF = {"network.layers": "layers", "network.search": "source_search", "network.kind": "network",
             "network.genome": "source_search", "dataset": "dataset", "pool": "pool"}
+#: The network choice of a draft whose genome was given whole (``search create --set``): kept as it is.
+STORED = "stored"
 
 
 def _choices(values: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
@@ -47,32 +52,67 @@ class WeightSearchForm(forms.Form):
     seed = forms.IntegerField(initial=0)
     pool = forms.CharField(initial="eval")
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if self.errors:
-            return data
+    def __init__(self, *args: Any, base: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """``base``: the stored configuration of the draft being edited (its network is kept while the form's
+        network fields still say the same: a best architecture found at creation is not looked up again)."""
+        super().__init__(*args, **kwargs)
+        self.base_network = (base or {}).get("network")
+        if self.base_network and self.base_network.get("kind") == "genome" and "source_search" not in self.base_network:
+            self.fields["network"].choices = [*self.fields["network"].choices,
+                                              (STORED, "its genome, as stored (change it with search edit --set)")]
+
+    @classmethod
+    def initial_from(cls, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        """The form's values for a stored configuration (a draft to edit)."""
+        network = config["network"]
+        initial = {"name": name, "dataset": config["dataset"], "pool": config["pool"],
+                   **{key: config["weights"][key] for key in FIELDS}}
+        if network["kind"] == "mlp":
+            initial.update(network="mlp", layers=",".join(str(size) for size in network["layers"]))
+        elif "source_search" in network:
+            initial.update(network="best_of", source_search=network["source_search"])
+        else:
+            initial["network"] = STORED
+        return initial
+
+    def _network(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The configuration's network from the form's fields (None after adding a field error)."""
+        base = self.base_network or {}
+        if data["network"] == STORED:
+            return base
         if data["network"] == "mlp":
             try:
                 layers = [int(part) for part in data["layers"].replace(" ", "").split(",") if part]
             except ValueError:
                 self.add_error("layers", "Layer sizes are integers separated by commas, e.g. 64,32,10.")
-                return data
-            network: dict[str, Any] = {"kind": "mlp", "layers": layers}
-        else:
-            if data.get("source_search") is None:
-                self.add_error("source_search", "Name the search whose best architecture to fine-tune.")
-                return data
-            network = {"kind": "best_of", "search": data["source_search"]}
-        weights = {key: data[key] for key in ("algorithm", "method", "population", "sigma", "learning_rate",
-                                              "optimizer", "fitness", "batch_size", "generations", "mirrored",
-                                              "seed")}
+                return None
+            return {"kind": "mlp", "layers": layers}
+        if data.get("source_search") is None:
+            self.add_error("source_search", "Name the search whose best architecture to fine-tune.")
+            return None
+        if base.get("source_search") == data["source_search"]:
+            return base  # the architecture chosen at creation, not the source search's best of today
+        return {"kind": "best_of", "search": data["source_search"]}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        network = self._network(data)
+        if network is None:
+            return data
+        weights = {key: data[key] for key in FIELDS}  # every field of the "weights" section has its form field
         try:
             self.config = check_config({"kind": "weights", "network": network, "dataset": data["dataset"],
                                         "weights": weights, "pool": data["pool"]})
         except ConfigError as error:
-            field = FIELD_OF.get(error.field, error.field.removeprefix("weights."))
-            self.add_error(field if field in self.fields else None, str(error))
+            self.add_config_error(error)
         return data
+
+    def add_config_error(self, error: ConfigError) -> None:
+        """The configuration's error on the form's field it names (else above the form)."""
+        field = FIELD_OF.get(error.field, error.field.removeprefix("weights."))
+        self.add_error(field if field in self.fields else None, str(error))
 
 
 @login_required
@@ -89,3 +129,16 @@ def create(request: HttpRequest) -> HttpResponse:
                 lifecycle.launch(search)
             return redirect("search-detail", search_id=search.pk)
     return render(request, "dashboard/weights_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def edit(request: HttpRequest, search: Search) -> HttpResponse:
+    """A weight-search draft in the form, prefilled; saved (and launched) when valid, unchanged when not.
+    ``pages.search_edit`` has checked that the search is the user's and still a draft."""
+    form = WeightSearchForm(request.POST or None, initial=WeightSearchForm.initial_from(search.name, search.config),
+                            base=search.config)
+    if request.method == "POST" and form.is_valid():
+        answer = drafts.save_draft(request, search, form, saved_to="search-detail")
+        if answer is not None:
+            return answer
+    return render(request, "dashboard/weights_form.html", {"form": form, "search": search},
+                  status=400 if form.errors else 200)

@@ -1,5 +1,9 @@
 """The page and JSON of a weight search (seed 001): its generations as figures. Thin views over the stored
-``WeightGeneration`` rows; no torch (the web process never loads it)."""
+``WeightGeneration`` rows; no torch (the web process never loads it).
+
+The page and the JSON carry the same snapshot: the figures, the progress, and the sequence number of the last
+event they include. The page then follows the search's websocket (``static/js/weights_live.js``) from that
+number; the JSON is its fallback after a ``resync``, and the API."""
 from __future__ import annotations
 
 import csv
@@ -25,29 +29,35 @@ def generations(search: Search) -> list[dict[str, Any]]:
 
 def summary(search: Search, rows: list[dict[str, Any]]) -> dict[str, Any]:
     state = WeightState.objects.filter(search=search).only("generation", "validation_accuracy").first()
-    return {"status": search.status, "generation": state.generation if state else 0,
+    return {"status": search.status, "reason": search.status_reason, "generation": state.generation if state else 0,
             "generations": search.config["weights"]["generations"],
             "validation_accuracy": state.validation_accuracy if state else None,
             "last": rows[-1] if rows else None}
 
 
-def detail(request: HttpRequest, search: Search) -> HttpResponse:
-    """The page of a weight search (drafts too: this kind has no architecture form to edit it in)."""
+def snapshot(search: Search) -> dict[str, Any]:
+    """What the page starts from: ``seq``, the figures and the progress, in the JSON shape of ``api-weights``."""
+    # The sequence number first: a generation recorded after it arrives as an event (the page skips a row it
+    # already has), whereas reading it after the rows could skip an event whose row the snapshot lacks.
+    seq = Search.objects.filter(pk=search.pk).values_list("event_seq", flat=True).get()
     rows = generations(search)
+    return {"seq": seq, "summary": summary(search, rows), "figures": weight_figures(rows)}
+
+
+def detail(request: HttpRequest, search: Search) -> HttpResponse:
+    """The page of a weight search (drafts too, with a button to their form)."""
     return render(request, "dashboard/weights_detail.html", {
-        "search": search, "summary": summary(search, rows), "config_json": json.dumps(search.config, indent=2),
-        "figures": weight_figures(rows),
+        "search": search, "snapshot": snapshot(search), "config_json": json.dumps(search.config, indent=2),
     })
 
 
 @login_required
 def figures(request: HttpRequest, search_id: int) -> JsonResponse:
-    """The figures and progress of a weight search, for the page's refresh."""
+    """The snapshot of a weight search: its figures, progress and event sequence number (the page's resync)."""
     search = owned_search(request, search_id)
     if search.config.get("kind") != "weights":
         return JsonResponse({"error": f"search {search_id} is not a weight search"}, status=400)
-    rows = generations(search)
-    return JsonResponse({"summary": summary(search, rows), "figures": weight_figures(rows)})
+    return JsonResponse(snapshot(search))
 
 
 @login_required

@@ -1,0 +1,34 @@
+"""Saving a draft from its form, for both kinds of search: the one place that says what a save, a save and
+launch, or a draft launched meanwhile (another tab) answers."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+
+from webapp.searches.config import ConfigError
+from webapp.searches.models import Search
+from webapp.services import lifecycle
+
+
+def save_draft(request: HttpRequest, search: Search, form: forms.Form, saved_to: str) -> HttpResponse | None:
+    """Store a valid posted form's ``name`` and ``config`` in the draft (then launch it if the post asks); the
+    redirect to answer, or None when the form gained an error (nothing stored then). ``saved_to``: the URL
+    name to show after a plain save."""
+    try:
+        lifecycle.update_draft(search, form.cleaned_data["name"], form.config)
+        if "launch" in request.POST:
+            lifecycle.launch(search)
+            return redirect("search-detail", search_id=search.pk)
+    except lifecycle.InvalidName as error:
+        form.add_error("name", str(error))
+        return None
+    except ConfigError as error:  # e.g. a source search the owner may not see (names the field)
+        form.add_error(None, str(error))
+        return None
+    except lifecycle.ActionError as error:  # launched meanwhile (another tab)
+        messages.error(request, str(error))
+        return redirect("search-detail", search_id=search.pk)
+    messages.success(request, f"Draft #{search.pk} saved.")
+    return redirect(saved_to, search_id=search.pk)
