@@ -143,10 +143,11 @@ def test_cpu_slots_share_the_cores_instead_of_each_taking_all_of_them():
     """Two slots each running PyTorch's default (one thread per core) ran twice as many threads as cores: a
     weight search's evaluation took 3.3x longer on two slots than on one (benchmarks/results/neuroevolution.md)."""
     cores = len(os.sched_getaffinity(0))
-    assert slot_threads("cpu", 2, None) == max(1, cores // 2)
-    assert slot_threads("cpu", 4 * cores, None) == 1
-    assert slot_threads("cpu", 2, 3) == 3  # --threads wins
-    assert slot_threads("cuda:0", 2, None) is None  # a GPU slot keeps PyTorch's default
+    assert slot_threads("cpu", 2, None, {}) == max(1, cores // 2)
+    assert slot_threads("cpu", 4 * cores, None, {}) == 1
+    assert slot_threads("cpu", 2, 3, {"OMP_NUM_THREADS": "1"}) == 3  # --threads wins
+    assert slot_threads("cpu", 2, None, {"OMP_NUM_THREADS": "1"}) is None  # the user's own setting stands
+    assert slot_threads("cuda:0", 2, None, {}) is None  # a GPU slot keeps PyTorch's default
 
 
 def test_a_two_slot_cpu_worker_announces_its_threads(celery_app, redis_url, tmp_path):

@@ -108,13 +108,14 @@ class Command(BaseCommand):
         ])
 
 
-def slot_threads(device: str, slots: int, threads: int | None) -> int | None:
-    """PyTorch's CPU threads per slot: ``--threads`` when given; for a CPU worker, this host's cores shared out
-    among its slots (two slots each running PyTorch's default, one thread per core, would run twice as many
-    threads as cores and spin against each other); else ``None`` (PyTorch's default)."""
+def slot_threads(device: str, slots: int, threads: int | None, environ: dict[str, str] | None = None) -> int | None:
+    """PyTorch's CPU threads per slot: ``--threads`` when given; ``None`` (PyTorch's default, which honours it)
+    when ``OMP_NUM_THREADS`` is set, or for a GPU slot or a gang worker (its ranks set their own); else, for a CPU
+    worker, this host's cores shared out among its slots: two slots each running PyTorch's default, one thread
+    per core, would run twice as many threads as cores and spin against each other."""
     if threads:
         return threads
-    if device != "cpu":  # a GPU slot, or a gang worker (its ranks set their own)
+    if (os.environ if environ is None else environ).get("OMP_NUM_THREADS") or device != "cpu":
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores // max(1, slots))
