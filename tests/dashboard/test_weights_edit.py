@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from tests.dashboard.conftest import CONFIG as ARCHITECTURE
 from tests.dashboard.conftest import fill
+from tests.dashboard.test_weights_page import FORM
 from webapp.dashboard.weights_form import WeightSearchForm
 from webapp.searches.models import Search
 from webapp.services import lifecycle
@@ -111,8 +112,19 @@ def test_another_users_architecture_is_refused_and_nothing_changes(owner_client,
     before = Search.objects.values("config").get(pk=draft.pk)
     response = owner_client.post(reverse("search-edit", args=[draft.pk]),
                                  posted(draft, network="best_of", source_search=theirs.pk))
-    assert response.status_code == 400 and f"there is no architecture search #{theirs.pk}" in response.content.decode()
+    html = response.content.decode()
+    assert response.status_code == 400 and f"there is no architecture search #{theirs.pk}" in html
+    assert 'id="error-source_search"' in html  # on the field it names, not above the form
     assert Search.objects.values("config").get(pk=draft.pk) == before
+
+
+def test_creating_from_another_users_architecture_is_an_error_on_its_field(owner_client, users):
+    theirs = fill(lifecycle.create_search(users["other"], "theirs", ARCHITECTURE), 2)
+    form = {**FORM, "network": "best_of", "source_search": theirs.pk}
+    response = owner_client.post(reverse("weights-create"), form)
+    html = response.content.decode()
+    assert response.status_code == 400 and 'id="error-source_search"' in html and 'id="error-name"' not in html
+    assert not Search.objects.filter(owner__username="owner").exists()
 
 
 def test_a_genome_given_whole_is_kept_as_stored(owner_client, users, search):

@@ -24,8 +24,8 @@ def save_draft(request: HttpRequest, search: Search, form: forms.Form, saved_to:
     except lifecycle.InvalidName as error:
         form.add_error("name", str(error))
         return None
-    except ConfigError as error:  # e.g. a source search the owner may not see (names the field)
-        form.add_error(None, str(error))
+    except ConfigError as error:  # e.g. a source search the owner may not see: on the field it names
+        form.add_config_error(error)
         return None
     except lifecycle.ActionError as error:  # launched meanwhile (another tab)
         messages.error(request, str(error))

@@ -228,8 +228,12 @@ class SearchForm(forms.Form):
         try:
             self.config = check_config(self.build_config(self.base))
         except ConfigError as error:
-            self.add_error(field_for(error.field, self.fields), str(error).split(": ", 1)[-1])
+            self.add_config_error(error)
         return cleaned
+
+    def add_config_error(self, error: ConfigError) -> None:
+        """The configuration's error on the form's field it names (else above the form)."""
+        self.add_error(field_for(error.field, self.fields), str(error).split(": ", 1)[-1])
 
 
 def field_for(dotted: str, fields) -> str | None:

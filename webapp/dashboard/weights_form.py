@@ -122,8 +122,10 @@ def create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             search = lifecycle.create_search(request.user, form.cleaned_data["name"], form.config)
-        except (lifecycle.ActionError, ConfigError) as error:
+        except lifecycle.ActionError as error:
             form.add_error("name", str(error))
+        except ConfigError as error:  # a source search the user may not see: on its field
+            form.add_config_error(error)
         else:
             if "launch" in request.POST:
                 lifecycle.launch(search)
