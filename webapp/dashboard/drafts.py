@@ -1,5 +1,5 @@
-"""Saving a draft from its form, for both kinds of search: the one place that says what a save, a save and
-launch, or a draft launched meanwhile (another tab) answers."""
+"""Creating and saving a draft from its form, for both kinds of search: the one place that says what a create,
+a save, a save and launch, or a draft launched meanwhile (another tab) answers."""
 from __future__ import annotations
 
 from django import forms
@@ -10,6 +10,22 @@ from django.shortcuts import redirect
 from webapp.searches.config import ConfigError
 from webapp.searches.models import Search
 from webapp.services import lifecycle
+
+
+def create_draft(request: HttpRequest, form: forms.Form) -> HttpResponse | None:
+    """Create a search from a valid posted form (and launch it if the post asks); the redirect to answer, or None
+    when the form gained an error (nothing created then)."""
+    try:
+        search = lifecycle.create_search(request.user, form.cleaned_data["name"], form.config)
+    except lifecycle.ActionError as error:
+        form.add_error("name", str(error))
+        return None
+    except ConfigError as error:  # e.g. a source search the user may not see: on the field it names
+        form.add_config_error(error)
+        return None
+    if "launch" in request.POST:
+        lifecycle.launch(search)
+    return redirect("search-detail", search_id=search.pk)
 
 
 def save_draft(request: HttpRequest, search: Search, form: forms.Form, saved_to: str) -> HttpResponse | None:

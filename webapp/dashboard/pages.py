@@ -64,14 +64,9 @@ def search_list(request: HttpRequest) -> HttpResponse:
 def search_create(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            search = lifecycle.create_search(request.user, form.cleaned_data["name"], form.config)
-        except lifecycle.ActionError as error:
-            form.add_error("name", str(error))
-        else:
-            if "launch" in request.POST:
-                lifecycle.launch(search)
-            return redirect("search-detail", search_id=search.pk)
+        answer = drafts.create_draft(request, form)
+        if answer is not None:
+            return answer
     return render(request, "dashboard/search_form.html", {"form": form, "measured": estimates.measured()},
                   status=400 if form.errors else 200)
 

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from evaluators.catalog import DATASETS
@@ -17,7 +17,6 @@ from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
 from webapp.searches.models import Search
 from webapp.searches.weights_config import FIELDS, FITNESS, NUMBERS, OPTIMIZERS
-from webapp.services import lifecycle
 
 #: The configuration's field -> the form's field that shows its error.
 FIELD_OF = {"network.layers": "layers", "network.search": "source_search", "network.kind": "network",
@@ -120,16 +119,9 @@ class WeightSearchForm(forms.Form):
 def create(request: HttpRequest) -> HttpResponse:
     form = WeightSearchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            search = lifecycle.create_search(request.user, form.cleaned_data["name"], form.config)
-        except lifecycle.ActionError as error:
-            form.add_error("name", str(error))
-        except ConfigError as error:  # a source search the user may not see: on its field
-            form.add_config_error(error)
-        else:
-            if "launch" in request.POST:
-                lifecycle.launch(search)
-            return redirect("search-detail", search_id=search.pk)
+        answer = drafts.create_draft(request, form)
+        if answer is not None:
+            return answer
     return render(request, "dashboard/weights_form.html", {"form": form}, status=400 if form.errors else 200)
 
 
