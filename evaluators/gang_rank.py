@@ -17,7 +17,6 @@ result; a rank that fails any other way exits non-zero and the parent kills the 
 """
 from __future__ import annotations
 
-import ctypes
 import datetime as dt
 import json
 import math
@@ -34,6 +33,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from evaluators import measure, summary
+from evaluators.lifetime import die_with_parent
 from evaluators.budget import TrainingBudget
 from evaluators.builders import architecture, as_space
 from evaluators.datasets import load_dataset
@@ -55,16 +55,6 @@ ALIVE_EVERY = 1.0
 
 class Stopped(RuntimeError):
     """The gang's stop flag was set (the search stopped, or the loop pruned the candidate)."""
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux: this rank receives SIGKILL when the worker that started it dies, so no rank outlives it."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 class _Alive:
@@ -179,7 +169,7 @@ def main(argv: list[str]) -> int:
     job_path, rank = Path(argv[0]), int(argv[1])
     folder = job_path.parent
     job = json.loads(job_path.read_text())
-    _die_with_parent(int(job["parent"]))
+    die_with_parent(signal.SIGKILL, int(job["parent"]))  # no rank outlives its worker
     world = len(job["devices"])
     torch.set_num_threads(max(1, int(job.get("threads", 1))))
     alive = _Alive(folder, rank)

@@ -16,8 +16,6 @@ new connections. SIGTERM or SIGINT stops them all: SIGTERM, then SIGKILL for any
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import itertools
 import os
@@ -28,6 +26,7 @@ import subprocess
 import sys
 import time
 
+from evaluators.lifetime import die_with_parent
 from webapp.settings.env import env_int
 
 #: A process that ran at least this long before it died was healthy: its next restart waits the least again.
@@ -35,7 +34,6 @@ HEALTHY_SECONDS = 10.0
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 60.0
 #: How often the server looks for a process that died, when no connection comes.
 CHECK_SECONDS = 0.2
-PR_SET_PDEATHSIG = 1
 
 
 def default_workers() -> int:
@@ -52,15 +50,6 @@ def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
     sock.setblocking(False)
     return sock
 
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when this process dies, even by SIGKILL (Linux; elsewhere nothing)."""
-    name = ctypes.util.find_library("c")
-    if name:
-        try:
-            ctypes.CDLL(name, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
 
 
 @dataclasses.dataclass
@@ -100,7 +89,7 @@ class WebServer:
                 *self.daphne_args, self.application]
         try:
             worker.process = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                              preexec_fn=_die_with_parent)
+                                              preexec_fn=die_with_parent)
         finally:
             theirs.close()
         ours.setblocking(False)

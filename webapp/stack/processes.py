@@ -4,8 +4,6 @@ then SIGKILL to the whole group after a grace period).
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import os
 import signal
@@ -15,9 +13,9 @@ import threading
 import time
 from typing import IO
 
+from evaluators.lifetime import die_with_parent
 from webapp.stack.backoff import Backoff, RestartPolicy
 
-PR_SET_PDEATHSIG = 1
 COLOURS = ("36", "35", "33", "32", "34", "31", "96", "95", "93", "92")
 
 
@@ -89,7 +87,7 @@ class Supervisor:
             text=True,
             bufsize=1,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         child.started = time.monotonic()
         child.restart_at = None
@@ -151,15 +149,6 @@ class Supervisor:
             child.pump.join(timeout=2)
             self.say(child.name, f"stopped ({describe_exit(child.process.returncode)})", child.colour)
 
-
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM when the supervisor dies, even by SIGKILL (Linux only)."""
-    name = ctypes.util.find_library("c")
-    if name and hasattr(os, "getppid"):
-        try:
-            ctypes.CDLL(name, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
