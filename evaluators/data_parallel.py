@@ -5,8 +5,11 @@ It starts one rank per device as a subprocess (``python -m evaluators.gang_rank`
 daemonic and cannot start ``multiprocessing`` children, celery#1709), rendezvous through a file of a private
 folder (on this host only), and watches them:
 
-- rank 0 writes the result (the training itself, and the one-device global batch and learning rate rule, are in
-  :mod:`evaluators.gang_rank`); the result's ``device`` lists every device of the gang;
+- every rank runs the one training every device runs (:mod:`evaluators.gang_rank`); rank 0, the leader, writes the
+  result, whose ``device`` lists every device of the gang, and does what a lone device does after training:
+  latency, the optimal schedule (``latency``), weights (``weights_to``), exports (``export_to``);
+- the leader's progress reports reach ``report`` here, and its answer (stop: a pruned result) reaches every
+  rank at the same step;
 - ``should_stop()`` (polled) sets the stop flag every rank sees at its next step;
 - a rank that dies (killed, crashed) fails the whole evaluation at once: the others are killed and the result is
   ``rank_lost`` (killed by a signal: worth another attempt) or ``error``/``oom`` with the rank's last line;
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,9 +31,10 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evaluators.budget import TrainingBudget
+from evaluators.reporting import Report, safe
 from evaluators.result import EvaluationResult, MalformedResult
 from nas.spaces import space_from_config, space_to_config
 from nas.spaces.base import SearchSpace
@@ -62,7 +67,7 @@ def _death(rank: int, device: str, code: int, stderr: Path) -> tuple[str, str]:
         return RANK_LOST, (f"rank {rank} ({device}) of the gang was killed by {name}; the gang was stopped"
                            + (f" (its last line: {line})" if line else ""))
     line = _last_line(stderr)
-    reason = "oom" if "out of memory" in line.lower() else "error"
+    reason = "oom" if line.startswith("oom:") or "out of memory" in line.lower() else "error"
     return reason, f"rank {rank} ({device}) of the gang exited with code {code}: {line or 'no message'}"
 
 
@@ -70,10 +75,13 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
                      dataset: str, devices: Sequence[str], *, should_stop: Callable[[], bool] | None = None,
                      on_ranks: Callable[[list[int], Path], None] | None = None, collective_timeout: float = 60.0,
                      startup_seconds: float = 180.0, stall_seconds: float | None = None, threads: int | None = None,
-                     poll: float = 0.1) -> EvaluationResult:
+                     poll: float = 0.1, fault: str | None = None, export_to: str | os.PathLike | None = None,
+                     weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
+                     report: Report | None = None, report_every: int | None = None) -> EvaluationResult:
     """Train ``genome`` on the ``devices`` of this host (one rank each; ``cpu`` may repeat) and return rank 0's
-    result; never raises. ``on_ranks`` receives the ranks' process ids and the gang's folder once they are
-    started (where ``training.<rank>`` appears after a rank's first step; tests use it);
+    result; never raises. ``fault``, ``export_to``, ``weights_to``, ``latency``, ``report`` and ``report_every``
+    are :func:`evaluators.evaluate.evaluate`'s. ``on_ranks`` receives the ranks' process ids and the gang's folder
+    once they are started (where ``training.<rank>`` appears after a rank's first step; tests use it);
     ``threads``: PyTorch threads per CPU rank (default: this host's cores shared out among the ranks)."""
     started = time.perf_counter()
     joined = ",".join(devices)
@@ -91,7 +99,9 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
     job = {"genome": genome, "space": space_config, "training": budget.to_dict(), "dataset": dataset,
            "devices": list(devices), "parent": os.getpid(),
            "collective_timeout": collective_timeout,
-           "threads": threads or max(1, (os.cpu_count() or 1) // len(devices))}
+           "threads": threads or max(1, (os.cpu_count() or 1) // len(devices)),
+           "fault": fault, "export_to": None if export_to is None else str(export_to), "weights": weights_to is not None,
+           "latency": latency, "report": report is not None, "report_every": report_every}
     (folder / "job.json").write_text(json.dumps(job))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(job["threads"])}
@@ -105,13 +115,17 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
                                               stdin=subprocess.DEVNULL, start_new_session=True))
         if on_ranks is not None:
             on_ranks([rank.pid for rank in ranks], folder)
-        failure = _watch(ranks, devices, folder, should_stop, started, budget, startup_seconds, stall, poll)
+        failure = _watch(ranks, devices, folder, should_stop, safe(report), started, budget, startup_seconds, stall,
+                         poll)
     finally:
         _kill(ranks)
     total = time.perf_counter() - started
     try:
         if failure is None:
             result = EvaluationResult.from_dict(json.loads((folder / "result.json").read_text()))
+            if weights_to is not None and result.status != "failed" and (folder / "weights.pt").exists():
+                with open(folder / "weights.pt", "rb") as weights:
+                    shutil.copyfileobj(weights, weights_to)
             return result.with_fields(timings={**result.timings, "total": total})
         return EvaluationResult.failed(failure[0], failure[1], device=joined, timings={"total": total})
     except (OSError, ValueError, MalformedResult) as error:
@@ -123,17 +137,36 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
         folder.rmdir()
 
 
+def _answer(folder: Path, report: Report, answered: int) -> int:
+    """Answer the leader's progress reports that wait (``point.<n>.json``); returns the last one answered."""
+    while (folder / f"point.{answered + 1}.json").exists():
+        answered += 1
+        try:
+            point = json.loads((folder / f"point.{answered}.json").read_text())
+            stop = report(int(point["step"]), float(point["epoch"]), dict(point["metrics"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            stop = False
+        partial = folder / f"answer.{answered}.part"
+        partial.write_text("stop" if stop else "go on")
+        partial.replace(folder / f"answer.{answered}")
+    return answered
+
+
 def _watch(ranks: list[subprocess.Popen], devices: Sequence[str], folder: Path,
-           should_stop: Callable[[], bool] | None, started: float, budget: TrainingBudget, startup_seconds: float,
-           stall: float, poll: float) -> tuple[str, str] | None:
-    """Wait for every rank to end; the failure (reason, message) when one dies, stalls or never starts."""
+           should_stop: Callable[[], bool] | None, report: Report, started: float, budget: TrainingBudget,
+           startup_seconds: float, stall: float, poll: float) -> tuple[str, str] | None:
+    """Wait for every rank to end, answering the leader's reports; the failure (reason, message) when one dies,
+    stalls or never starts."""
     cap = None if budget.max_seconds is None else budget.max_seconds + startup_seconds
     stopping = False
+    answered = 0
     while True:
+        answered = _answer(folder, report, answered)
         codes = [rank.poll() for rank in ranks]
         if codes[0] == 0 and (folder / "result.json").exists():
             return None  # rank 0 wrote the gang's result: a rank dying while the gang leaves cannot change it
-        for index, code in enumerate(codes):
+        # A rank killed by a signal first: its peers then fail in their collectives, which is not their fault.
+        for index, code in sorted(enumerate(codes), key=lambda pair: (pair[1] is None or pair[1] >= 0, pair[0])):
             if code not in (None, 0):
                 return _death(index, devices[index], code, folder / f"stderr.{index}")
         if all(code == 0 for code in codes):

@@ -9,9 +9,9 @@ in the same process runs as if nothing happened.
 from __future__ import annotations
 
 import gc
-import math
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,18 +21,14 @@ from evaluators import measure, summary
 from evaluators.budget import TrainingBudget
 from evaluators.builders import architecture, as_space
 from evaluators.datasets import load_dataset
-from evaluators.reporting import Report, report_points, safe
+from evaluators.ranks import Ranks
+from evaluators.reporting import Report
 from evaluators.result import PRUNED, EvaluationResult
-from evaluators.training import Diverged, TimedOut, make_optimizer, train_one_epoch, validate
+from evaluators.training import Diverged, Stopped, TimedOut, finite, fit, make_optimizer
 
 
 class Invalid(ValueError):
     """The genome, space, training budget, dataset name or device cannot be evaluated as given."""
-
-
-def _finite(value: float | None) -> float | None:
-    """``value`` as a plain float, ``None`` when it is NaN or infinite (JSON has neither)."""
-    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def _is_oom(error: BaseException) -> bool:
@@ -52,15 +48,17 @@ def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) ->
     return budget, spec, resolved
 
 
-def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, fault: str | None,
+def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, ranks: Ranks | None, fault: str | None,
          export_to: str | os.PathLike | None, weights_to: BinaryIO | None, report: dict[str, Any],
-         held: dict[str, Any], latency: dict[str, Any] | None = None, progress: Report | None = None,
-         report_every: int | None = None) -> None:
-    """Build, train, validate and measure, filling ``report`` as it goes (so a failure keeps what was done);
-    the model and optimizer live in ``held`` so the caller can free them after a failure."""
+         held: dict[str, Any], latency: dict[str, Any] | None, progress: Report | None,
+         report_every: int | None) -> None:
+    """Build, train (:func:`evaluators.training.fit`), validate and measure, filling ``report`` as it goes (so a
+    failure keeps what was done); the model and optimizer live in ``held`` so the caller can free them after a
+    failure. The gang's leader, like a lone device, then measures latency and writes weights and exports."""
     started = time.perf_counter()
     budget, spec, resolved = _parse(genome, space, training, dataset, device)
-    report["device"] = str(resolved)
+    ranks = ranks if ranks is not None else Ranks(resolved)
+    report["device"] = ranks.label
     deadline = started + budget.max_seconds if budget.max_seconds is not None else None
     measure.start_memory(resolved)
     if resolved.type == "cuda":
@@ -75,70 +73,36 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
         torch.manual_seed(budget.seed)
         from evaluators.blocks import Net
 
-        held["model"] = model = Net(spec)
+        held["model"] = model = Net(spec)  # the same weights on every rank of a gang
     model.to(resolved)
     if budget.precision == "bf16":
         model.to(memory_format=torch.channels_last)
-    held["optimizer"] = optimizer = make_optimizer(model, budget)
-    costs = summary.summarize(spec)
-    report["metrics"].update(params=sum(p.numel() for p in model.parameters()), flops=costs["macs"],
-                             precision=budget.precision, batch_size=min(budget.batch_size, len(data.train_x)))
+    held["optimizer"] = optimizer = make_optimizer(model, budget)  # one device's learning rate: same global batch
+    batch = min(budget.batch_size, len(data.train_x))
+    report["metrics"].update(params=sum(p.numel() for p in model.parameters()), flops=summary.summarize(spec)["macs"],
+                             precision=budget.precision, batch_size=batch // ranks.world * ranks.world)
     report["timings"]["build"] = time.perf_counter() - mark
 
-    generator = torch.Generator().manual_seed(budget.seed)
-    steps = len(data.train_x) // min(budget.batch_size, len(data.train_x))
-    tell, points = safe(progress), set(report_points(steps, budget.epochs, report_every)) if progress else set()
-    trained = 0
-    known = {"params": report["metrics"]["params"], "flops": report["metrics"]["flops"]}  # for multi-objective pruning
+    fit(model, optimizer, data, budget, ranks, report, deadline=deadline, fault=fault, on_point=progress,
+        report_every=report_every)
+    report["fitness"] = report["metrics"]["accuracy"]
+    if ranks.leader:
+        _finish(model, data, resolved, budget, report, genome, space, dataset, latency, weights_to, export_to)
 
-    def reported(done: int) -> bool:
-        """After each step: at a report point that is not an epoch's end, validate, report, maybe stop."""
-        nonlocal trained
-        trained = (epoch - 1) * steps + done
-        if trained not in points or done == steps:
-            return False
-        val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline)
-        model.train()
-        report["curve"].append({"epoch": trained / steps, "step": trained, "val_loss": _finite(val_loss),
-                                "val_accuracy": accuracy})
-        report["metrics"].update(accuracy=accuracy, val_loss=_finite(val_loss), epochs=trained / steps)
-        report["stopped"] = tell(trained, trained / steps, {"val_accuracy": accuracy, "val_loss": val_loss, **known})
-        return report["stopped"]
 
-    for epoch in range(1, budget.epochs + 1):
-        mark = time.perf_counter()
-        train_loss = train_one_epoch(model, data.train_x, data.train_y, optimizer, budget, generator, deadline, fault,
-                                     after_step=reported if points else None)
-        measure.synchronize(resolved)
-        report["timings"]["train"] += time.perf_counter() - mark
-        if report.get("stopped"):  # stopped mid-epoch: its last report is the curve's last point
-            report["curve"][-1]["train_loss"] = _finite(train_loss)
-            break
-        mark = time.perf_counter()
-        val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline)
-        report["timings"]["validate"] += time.perf_counter() - mark
-        report["curve"].append({"epoch": epoch, "step": epoch * steps, "train_loss": _finite(train_loss),
-                                "val_loss": _finite(val_loss), "val_accuracy": accuracy})
-        report["metrics"].update(accuracy=accuracy, train_loss=_finite(train_loss), val_loss=_finite(val_loss),
-                                 epochs=epoch)
-        if epoch < budget.epochs and epoch * steps in points and tell(epoch * steps, float(epoch), {
-                "val_accuracy": accuracy, "val_loss": val_loss, "train_loss": train_loss, **known}):
-            report["stopped"], trained = True, epoch * steps
-            break
-    trained = trained if report.get("stopped") else budget.epochs * steps
-    report["metrics"]["steps"] = trained
-    images = trained * min(budget.batch_size, len(data.train_x))
-    report["metrics"]["images_per_second"] = images / max(report["timings"]["train"], 1e-9)
+def _finish(model: torch.nn.Module, data: Any, device: torch.device, budget: TrainingBudget, report: dict[str, Any],
+            genome: Any, space: Any, dataset: str, latency: dict[str, Any] | None, weights_to: BinaryIO | None,
+            export_to: str | os.PathLike | None) -> None:
+    """What follows a training: inference latency (and the optimal schedule when asked), weights, exports."""
     mark = time.perf_counter()
-    report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, resolved, budget.precision)
+    report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, device, budget.precision)
     report["timings"]["latency"] = time.perf_counter() - mark
     if latency:
         from evaluators.schedule.network import measure_latency
 
         mark = time.perf_counter()
-        report["metrics"].update(measure_latency(model, data.shape, resolved, latency))
+        report["metrics"].update(measure_latency(model, data.shape, device, latency))
         report["timings"]["schedule"] = time.perf_counter() - mark
-    report["fitness"] = report["metrics"]["accuracy"]
     if weights_to is not None:
         from evaluators.export import save_weights
 
@@ -160,13 +124,16 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, faul
         report["timings"]["export"] = time.perf_counter() - mark
 
 
-def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str, device: str, *,
-             fault: str | None = None, export_to: str | os.PathLike | None = None,
+def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str,
+             device: str | Sequence[str], *, fault: str | None = None, export_to: str | os.PathLike | None = None,
              weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
-             report: Report | None = None, report_every: int | None = None) -> EvaluationResult:
+             report: Report | None = None, report_every: int | None = None, **gang: Any) -> EvaluationResult:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
     budget (a ``TrainingBudget`` dict) on ``device``, and return its result; never raises.
 
+    ``device``: one device (``cpu``, ``cuda:1``), trained in this process; or a list of this host's devices, a
+    data-parallel gang of one rank each (:func:`evaluators.data_parallel.evaluate_on_gang`, which takes the
+    ``gang`` options), trained by the same loop with everything below holding alike.
     ``fault`` is a test hook passed to :func:`evaluators.training.train_one_epoch` (``"oom"`` or ``"nan"``).
     ``export_to``: a folder that receives the trained architecture's exports (``evaluators.export.export_files``:
     genome, standalone source, weights, ONNX); their names are in the result's ``artifacts``.
@@ -178,20 +145,38 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     validation metrics (``evaluators.reporting``); when it answers ``True`` the training stops there and the
     result's status is ``pruned`` (its partial curve, its fitness the last accuracy, its weights as they were).
     """
+    options = dict(fault=fault, export_to=export_to, weights_to=weights_to, latency=latency, report=report,
+                   report_every=report_every)
+    if isinstance(device, str):
+        return evaluate_on_ranks(genome, space, training, dataset, device, None, **options)
+    from evaluators.data_parallel import evaluate_on_gang
+
+    return evaluate_on_gang(genome, space, training, dataset, list(device), **options, **gang)
+
+
+def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str,
+                      device: str, ranks: Ranks | None, *, fault: str | None = None,
+                      export_to: str | os.PathLike | None = None, weights_to: BinaryIO | None = None,
+                      latency: dict[str, Any] | None = None, report: Report | None = None,
+                      report_every: int | None = None) -> EvaluationResult:
+    """:func:`evaluate` on ``device`` as one rank of ``ranks`` (``None``: alone), what every rank of a gang runs
+    (``evaluators.gang_rank``); never raises. On a gang, only the leader's result is the gang's."""
     started, progress = time.perf_counter(), report
-    report: dict[str, Any] = {"device": str(device), "fitness": None, "metrics": {}, "curve": [],
-                              "timings": {"build": 0.0, "train": 0.0, "validate": 0.0}}
+    report: dict[str, Any] = {"device": str(device) if ranks is None else ranks.label, "fitness": None,
+                              "metrics": {}, "curve": [], "timings": {"build": 0.0, "train": 0.0, "validate": 0.0}}
     held: dict[str, Any] = {}
     failure: tuple[str, str] | None = None
     try:
-        _run(genome, space, training, dataset, device, fault, export_to, weights_to, report, held, latency, progress,
-             report_every)
+        _run(genome, space, training, dataset, device, ranks, fault, export_to, weights_to, report, held, latency,
+             progress, report_every)
     except Invalid as error:
         failure = ("invalid", str(error))
     except Diverged as error:
         failure = ("diverged", str(error))
     except TimedOut as error:
         failure = ("timeout", str(error))
+    except Stopped as error:
+        failure = ("stopped", str(error))
     except (torch.OutOfMemoryError, MemoryError) as error:
         failure = ("oom", f"{type(error).__name__}: {error}".strip())
     except Exception as error:  # a bug or a broken dataset is a result too, never a dead worker
@@ -201,18 +186,18 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     held.clear()
     peak = None
     try:
-        peak = measure.peak_memory(torch.device(report["device"]))
+        peak = measure.peak_memory(torch.device(device))
     except Exception:
         pass
     if failure is not None:
         gc.collect()
         try:
-            measure.free_memory(torch.device(report["device"]))
+            measure.free_memory(torch.device(device))
         except Exception:
             pass
     report["timings"]["total"] = time.perf_counter() - started
     fields = dict(
-        metrics={key: _finite(value) if isinstance(value, float) else value for key, value in report["metrics"].items()},
+        metrics={key: finite(value) if isinstance(value, float) else value for key, value in report["metrics"].items()},
         curve=report["curve"], timings=report["timings"], device=report["device"], peak_memory_bytes=peak,
         normalization=report.get("normalization") or None,
         artifacts={Path(p).name: Path(p).stat().st_size for p in report.get("exported", ())},

@@ -2,24 +2,25 @@
 :func:`evaluators.data_parallel.evaluate_on_gang` (as a subprocess: Celery's pool processes are daemonic and may
 not start ``multiprocessing`` children, celery#1709).
 
-Every rank builds the same model from the same seed, joins the gang's process group on localhost (gloo between
-CPU ranks, NCCL between GPUs) and trains it with ``DistributedDataParallel``. The global batch and the learning
-rate are the budget's, as on one device: each step draws the same global batch of ``batch_size`` images on every
-rank (one shuffled order from the budget's seed) and rank ``r`` of ``g`` trains on its ``r``-th slice of
-``batch_size // g`` images; DDP averages the gradients over the ranks, which is the gradient of the whole global
-batch, so the optimizer step (and its learning rate) is the one-device step. BatchNorm normalises each slice by
-its own statistics (as DDP does by default); rank 0's running statistics are the ones kept.
+Each rank joins the gang's process group on localhost (gloo between CPU ranks, NCCL between GPUs) and runs the
+one evaluation every device runs (:func:`evaluators.evaluate.evaluate_on_ranks`, whose loop,
+:func:`evaluators.training.fit`, takes the world size as a parameter). What this module adds is the gang's
+folder, through which the ranks and the worker that watches them talk:
 
-After each step the ranks all-reduce three numbers: the stop flag (rank 0 reads the gang's stop file), the
-deadline flag and the loss; so every rank sees the same stop, the same timeout and the same divergence, at the same
-step, and none waits on another that has left. Validation is split across the ranks and summed. Rank 0 writes the
-result; a rank that fails any other way exits non-zero and the parent kills the gang.
+- ``alive.<rank>`` is touched at least every :data:`ALIVE_EVERY` seconds, ``training.<rank>`` after the first
+  step (the worker's stall and start-up watchdogs read them);
+- ``stop``, set by the worker, stops every rank at the next step (the ranks all-reduce the flag);
+- the leader's progress reports go out as ``point.<n>.json`` and wait for the worker's ``answer.<n>`` (whether
+  the pruner stops it), which every rank then learns at the same step;
+- the leader writes ``weights.pt`` (when asked) and, last, ``result.json``.
+
+A rank that fails alone (out of memory, a collective broken by a dead peer) writes nothing and exits non-zero
+with its reason on its last line; the worker then stops the gang.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import os
 import signal
 import sys
@@ -29,140 +30,80 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
 
-from evaluators import measure, summary
+from evaluators import measure
+from evaluators.evaluate import evaluate_on_ranks
 from evaluators.lifetime import die_with_parent
-from evaluators.budget import TrainingBudget
-from evaluators.builders import architecture, as_space
-from evaluators.datasets import load_dataset
+from evaluators.ranks import Gang
 from evaluators.result import EvaluationResult
-from evaluators.training import (
-    CHECK_EVERY,
-    DIVERGENCE_FACTOR,
-    Diverged,
-    TimedOut,
-    autocast,
-    make_optimizer,
-    prepare_input,
-    validate,
-)
 
 #: Seconds between two touches of a rank's alive file (the parent's stall watchdog reads it).
 ALIVE_EVERY = 1.0
+#: Failures that every rank meets at the same step (agreed, or in what every rank computes alike): the leader
+#: writes them as the gang's result. Any other failure is this rank's alone.
+SHARED_FAILURES = ("stopped", "timeout", "diverged", "invalid")
 
 
-class Stopped(RuntimeError):
-    """The gang's stop flag was set (the search stopped, or the loop pruned the candidate)."""
+class FolderGang(Gang):
+    """A rank of a gang whose outside world is its folder."""
 
+    def __init__(self, device: torch.device, rank: int, devices: list[str], folder: Path, answer_seconds: float):
+        super().__init__(device, rank, devices)
+        self.folder, self.answer_seconds = folder, answer_seconds
+        self.steps = 0
+        self.touched = 0.0
+        self.points = 0
+        self.alive()
 
-class _Alive:
-    def __init__(self, folder: Path, rank: int) -> None:
-        self.path = folder / f"alive.{rank}"
-        self.last = 0.0
-
-    def touch(self) -> None:
+    def alive(self) -> None:
         now = time.monotonic()
-        if now - self.last >= ALIVE_EVERY:
-            self.path.touch()
-            self.last = now
+        if now - self.touched >= ALIVE_EVERY:
+            (self.folder / f"alive.{self.rank}").touch()
+            self.touched = now
+
+    def stepped(self) -> None:
+        self.alive()
+        self.steps += 1
+        if self.steps == 1:
+            (self.folder / f"training.{self.rank}").touch()
+
+    def stop_requested(self) -> bool:
+        return self.leader and (self.folder / "stop").exists()
+
+    def relay(self, step: int, epoch: float, metrics: dict[str, float]) -> bool:
+        """The leader's report: handed to the worker, whose answer says whether to stop (no answer: go on)."""
+        self.points += 1
+        point = self.folder / f"point.{self.points}.json"
+        _write_atomic(point, json.dumps({"step": step, "epoch": epoch, "metrics": metrics}))
+        answer = self.folder / f"answer.{self.points}"
+        waited = time.monotonic()
+        while not answer.exists():
+            if time.monotonic() - waited > self.answer_seconds:
+                return False  # a lost report never blocks the training (as on one device)
+            self.alive()
+            time.sleep(0.01)
+        return answer.read_text().strip() == "stop"
 
 
-def _train(job: dict[str, Any], rank: int, world: int, folder: Path, alive: _Alive) -> dict[str, Any]:
-    started = time.perf_counter()
-    budget = TrainingBudget.from_dict(job["training"])
-    spec = architecture(job["genome"], as_space(job["space"]), job["dataset"])
-    device = measure.resolve_device(job["devices"][rank])
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    deadline = started + budget.max_seconds if budget.max_seconds is not None else None
-    data = load_dataset(job["dataset"], str(device), budget.seed)
-    report: dict[str, Any] = {"metrics": {}, "curve": [], "normalization": data.normalization,
-                              "timings": {"data": time.perf_counter() - started, "train": 0.0, "validate": 0.0}}
-    mark = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(budget.seed)
-        from evaluators.blocks import Net
-
-        model = Net(spec).to(device)
-    if budget.precision == "bf16":
-        model.to(memory_format=torch.channels_last)
-    gang = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = make_optimizer(gang, budget)  # the one-device learning rate: the global batch is the same
-    count = len(data.train_x)
-    global_batch = min(budget.batch_size, count)
-    local = global_batch // world
-    if local < 1:
-        raise ValueError(f"batch_size {global_batch} is smaller than the gang's {world} ranks")
-    steps = count // global_batch
-    report["metrics"].update(params=sum(p.numel() for p in model.parameters()), flops=summary.summarize(spec)["macs"],
-                             precision=budget.precision, batch_size=local * world)
-    report["timings"]["build"] = time.perf_counter() - mark
-    stop_file = folder / "stop"
-    generator = torch.Generator().manual_seed(budget.seed)
-    classes = 2
-    for epoch in range(1, budget.epochs + 1):
-        mark = time.perf_counter()
-        gang.train()
-        order = torch.randperm(count, generator=generator).to(device)  # the same on every rank
-        total = 0.0
-        for step in range(steps):
-            begin = step * global_batch + rank * local
-            index = order[begin:begin + local]
-            inputs = prepare_input(data.train_x.index_select(0, index), budget.precision)
-            with autocast(device, budget.precision):
-                logits = gang(inputs)
-            classes = int(logits.shape[1])
-            loss = F.cross_entropy(logits.float(), data.train_y.index_select(0, index))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            stop = 1.0 if rank == 0 and stop_file.exists() else 0.0
-            late = 1.0 if deadline is not None and time.perf_counter() > deadline else 0.0
-            flags = torch.tensor([stop, late, float(loss.detach())], dtype=torch.float64, device=device)
-            dist.all_reduce(flags)
-            alive.touch()
-            if epoch == 1 and step == 0:
-                (folder / f"training.{rank}").touch()
-            total += float(flags[2]) / world
-            if flags[0] > 0:
-                raise Stopped(f"stopped by the gang's stop flag (epoch {epoch}, step {step + 1} of {steps})")
-            if flags[1] > 0:
-                raise TimedOut(f"the wall-time cap passed during training (step {step + 1} of {steps})")
-            if ((step + 1) % CHECK_EVERY == 0 or step == 0) and not math.isfinite(total):
-                raise Diverged(f"the training loss became non-finite ({total}) within the first {step + 1} steps")
-        mean = total / steps
-        if not math.isfinite(mean):
-            raise Diverged(f"the training loss became non-finite ({mean})")
-        if mean > DIVERGENCE_FACTOR * math.log(max(classes, 2)):
-            raise Diverged(f"the mean training loss exploded to {mean:.4g}")
-        measure.synchronize(device)
-        report["timings"]["train"] += time.perf_counter() - mark
-        mark = time.perf_counter()
-        shard_x, shard_y = data.val_x[rank::world], data.val_y[rank::world]
-        sums = torch.zeros(2, dtype=torch.float64, device=device)
-        if len(shard_x):
-            val_loss, accuracy = validate(model, shard_x, shard_y, budget)
-            sums += torch.tensor([val_loss * len(shard_x), accuracy * len(shard_x)], dtype=torch.float64, device=device)
-        dist.all_reduce(sums)
-        val_loss, accuracy = float(sums[0]) / len(data.val_x), float(sums[1]) / len(data.val_x)
-        report["timings"]["validate"] += time.perf_counter() - mark
-        report["curve"].append({"epoch": epoch, "train_loss": mean, "val_loss": val_loss, "val_accuracy": accuracy})
-        report["metrics"].update(accuracy=accuracy, train_loss=mean, val_loss=val_loss, epochs=epoch)
-        alive.touch()
-    images = budget.epochs * steps * local * world
-    report["metrics"]["images_per_second"] = images / max(report["timings"]["train"], 1e-9)
-    if rank == 0:
-        report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, device, budget.precision)
-    report["timings"]["total"] = time.perf_counter() - started
-    return report
+def _write_atomic(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(text)
+    partial.replace(path)
 
 
-def _write(folder: Path, result: EvaluationResult) -> None:
-    partial = folder / "result.json.part"
-    partial.write_text(json.dumps(result.to_dict()))
-    partial.replace(folder / "result.json")
+def _run(job: dict[str, Any], ranks: FolderGang) -> EvaluationResult:
+    folder = ranks.folder
+    reports = bool(job.get("report"))
+    on_point = (ranks.relay if ranks.leader else lambda *_: False) if reports else None
+    weights = open(folder / "weights.pt", "wb") if job.get("weights") and ranks.leader else None
+    try:
+        return evaluate_on_ranks(job["genome"], job["space"], job["training"], job["dataset"],
+                                 job["devices"][ranks.rank], ranks, fault=job.get("fault"),
+                                 export_to=job.get("export_to") if ranks.leader else None, weights_to=weights,
+                                 latency=job.get("latency"), report=on_point, report_every=job.get("report_every"))
+    finally:
+        if weights is not None:
+            weights.close()
 
 
 def main(argv: list[str]) -> int:
@@ -172,27 +113,21 @@ def main(argv: list[str]) -> int:
     die_with_parent(signal.SIGKILL, int(job["parent"]))  # no rank outlives its worker
     world = len(job["devices"])
     torch.set_num_threads(max(1, int(job.get("threads", 1))))
-    alive = _Alive(folder, rank)
-    alive.touch()
     device = job["devices"][rank]
     backend = "gloo" if device == "cpu" else "nccl"
     # the rendezvous is a file of the gang's folder: no port to pick, none to collide with another gang's
     store = dist.FileStore(str(folder / "rendezvous"), world)
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world,
-                            timeout=dt.timedelta(seconds=float(job["collective_timeout"])))
-    devices = ",".join(job["devices"])
-    try:
-        report = _train(job, rank, world, folder, alive)
-        if rank == 0:
-            _write(folder, EvaluationResult(
-                status="ok", fitness=report["metrics"]["accuracy"], metrics=report["metrics"], curve=report["curve"],
-                timings=report["timings"], device=devices, normalization=report["normalization"]))
-    except (Stopped, TimedOut, Diverged) as error:  # seen by every rank at the same step: a result, not a death
-        if rank == 0:
-            reason = {Stopped: "stopped", TimedOut: "timeout", Diverged: "diverged"}[type(error)]
-            _write(folder, EvaluationResult.failed(reason, str(error), device=devices))
-    # Every rank gets here at the same point (an error of one rank alone skips this: it exits non-zero and the
-    # parent stops the gang). Leave together: a rank tearing gloo down while another still uses it can abort it.
+    timeout = float(job["collective_timeout"])
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=dt.timedelta(seconds=timeout))
+    ranks = FolderGang(measure.resolve_device(device), rank, job["devices"], folder, answer_seconds=timeout / 2)
+    result = _run(job, ranks)
+    if result.failure is not None and result.failure not in SHARED_FAILURES:
+        print(f"{result.failure}: {' '.join(result.message.split())}", file=sys.stderr)
+        return 1  # this rank's alone: the worker stops the gang and reports it
+    if ranks.leader:
+        _write_atomic(folder / "result.json", json.dumps(result.to_dict()))
+    # Every rank gets here at the same point. Leave together: a rank tearing gloo down while another still
+    # uses it can abort it.
     try:
         dist.barrier()
         dist.destroy_process_group()

@@ -8,7 +8,7 @@ import time
 import torch
 from torch import nn
 
-from evaluators.training import autocast, prepare_input
+from evaluators.training import autocast, prepare_input, synchronize
 
 
 def resolve_device(device: str) -> torch.device:
@@ -24,11 +24,6 @@ def resolve_device(device: str) -> torch.device:
     if resolved.type != "cpu":
         raise ValueError(f"device {device!r} is not supported (cpu, cuda, cuda:N)")
     return resolved
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def start_memory(device: torch.device) -> None:

@@ -1,9 +1,13 @@
-"""Training and validation on tensors already on the device: cross-entropy, Adam by default, fp32 or bf16
-autocast with channels_last. Deterministic on the CPU for a fixed seed (the batch order comes from a seeded
-``torch.Generator``, never from global state).
+"""How a candidate is trained, for any number of devices: :func:`fit` (epochs, validation, the learning curve,
+progress reports that may stop it), :func:`train_one_epoch` and :func:`validate`, on tensors already on the
+device: cross-entropy, Adam by default, fp32 or bf16 autocast with channels_last. Deterministic on the CPU for a
+fixed seed (the batch order comes from a seeded ``torch.Generator``, never from global state).
 
-A non-finite or exploding loss raises :class:`Diverged`, a passed deadline :class:`TimedOut`; the caller turns
-both into failed results.
+The world size is a parameter (:mod:`evaluators.ranks`), never a second loop: on one device every collective
+step is a no-op; on a gang each rank runs this same loop on its slice of the same global batch.
+
+A non-finite or exploding loss raises :class:`Diverged`, a passed deadline :class:`TimedOut`, a gang's stop flag
+:class:`Stopped`; the caller turns each into a failed result.
 """
 from __future__ import annotations
 
@@ -11,14 +15,19 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from evaluators.budget import TrainingBudget
+from evaluators.datasets import DatasetSplit
+from evaluators.ranks import Ranks
+from evaluators.reporting import Report, report_points, safe
 
-__all__ = ["Diverged", "TimedOut", "TrainingBudget", "autocast", "make_optimizer", "train_one_epoch", "validate"]
+__all__ = ["Diverged", "Stopped", "TimedOut", "TrainingBudget", "autocast", "fit", "make_optimizer", "train_one_epoch",
+           "validate"]
 
 #: The loss is checked for NaN/inf every this many steps (each check waits for the GPU).
 CHECK_EVERY = 16
@@ -34,6 +43,10 @@ class Diverged(RuntimeError):
 
 class TimedOut(RuntimeError):
     """The evaluation's wall-time cap passed."""
+
+
+class Stopped(RuntimeError):
+    """Stopped from outside by a gang's stop flag (its search stopped)."""
 
 
 def make_optimizer(model: nn.Module, budget: TrainingBudget) -> torch.optim.Optimizer:
@@ -65,10 +78,18 @@ def _check_finite(total: torch.Tensor, steps: int) -> None:
         raise Diverged(f"the training loss became non-finite ({value}) within the first {steps} steps of the epoch")
 
 
+def finite(value: float | None) -> float | None:
+    """``value`` as a plain float, ``None`` when it is NaN or infinite (JSON has neither)."""
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
 def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: torch.optim.Optimizer,
                     budget: TrainingBudget, generator: torch.Generator, deadline: float | None = None,
-                    fault: str | None = None, after_step: Callable[[int], bool] | None = None) -> float:
-    """One pass over ``(x, y)`` in a shuffled order drawn from ``generator``, full batches only; the mean loss.
+                    fault: str | None = None, after_step: Callable[[int], bool] | None = None,
+                    ranks: Ranks | None = None) -> float:
+    """One pass over ``(x, y)`` in a shuffled order drawn from ``generator``, full batches only; the mean loss
+    (over the ranks of a gang: ``model`` is then its ``DistributedDataParallel`` wrapper, and each rank trains on
+    its slice of every global batch).
 
     ``after_step(steps done in this epoch)`` is called after each step; ``True`` ends the epoch there (an early
     stop), and the mean is over the steps done.
@@ -77,14 +98,19 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
     ``torch.OutOfMemoryError`` inside the step, ``"nan"`` poisons the loss) that exercises the real recovery
     paths of the caller.
     """
+    ranks = ranks if ranks is not None else Ranks(x.device)
     model.train()
     count = len(x)
     batch = min(budget.batch_size, count)
+    local = batch // ranks.world
+    if local < 1:
+        raise ValueError(f"batch_size {batch} is smaller than the gang's {ranks.world} ranks")
     steps = count // batch
-    order = torch.randperm(count, generator=generator).to(x.device)
+    order = torch.randperm(count, generator=generator).to(x.device)  # the same on every rank
     total = torch.zeros((), device=x.device)
     for step in range(steps):
-        index = order[step * batch:(step + 1) * batch]
+        begin = step * batch + ranks.rank * local
+        index = order[begin:begin + local]
         inputs = prepare_input(x.index_select(0, index), budget.precision)
         with autocast(x.device, budget.precision):
             logits = model(inputs)
@@ -96,10 +122,15 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        total += loss.detach()
+        late = deadline is not None and time.perf_counter() > deadline
+        stop, late, mean_loss = ranks.agree(ranks.stop_requested(), late, loss.detach())
+        total += mean_loss
+        ranks.stepped()
+        if stop:
+            raise Stopped(f"stopped by the gang's stop flag (step {step + 1} of {steps})")
         if (step + 1) % CHECK_EVERY == 0 or step == 0:
             _check_finite(total, step + 1)
-        if deadline is not None and time.perf_counter() > deadline:
+        if late:
             raise TimedOut(f"the wall-time cap passed during training (step {step + 1} of {steps})")
         if after_step is not None and after_step(step + 1):
             steps = step + 1
@@ -113,19 +144,99 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
 
 @torch.no_grad()
 def validate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, budget: TrainingBudget,
-             deadline: float | None = None) -> tuple[float, float]:
-    """(mean loss, accuracy) over every image of ``(x, y)``, in batches of the budget's size."""
+             deadline: float | None = None, ranks: Ranks | None = None) -> tuple[float, float]:
+    """(mean loss, accuracy) over every image of ``(x, y)``, in batches of the budget's size; on a gang each rank
+    validates its share and the sums are added (the deadline is then the training steps' to enforce)."""
+    ranks = ranks if ranks is not None else Ranks(x.device)
+    if ranks.world > 1:
+        deadline = None  # one rank alone must not leave: the others would wait for it
+    ranks.align(model)
     model.eval()
+    shard_x, shard_y = ranks.shard(x), ranks.shard(y)
     batch = max(budget.batch_size, 256)
     loss = torch.zeros((), device=x.device, dtype=torch.float64)
     correct = torch.zeros((), device=x.device, dtype=torch.int64)
-    for start in range(0, len(x), batch):
-        inputs = prepare_input(x[start:start + batch], budget.precision)
+    for start in range(0, len(shard_x), batch):
+        inputs = prepare_input(shard_x[start:start + batch], budget.precision)
         with autocast(x.device, budget.precision):
             logits = model(inputs).float()
-        targets = y[start:start + batch]
+        targets = shard_y[start:start + batch]
         loss += F.cross_entropy(logits, targets, reduction="sum").double()
         correct += (logits.argmax(1) == targets).sum()
         if deadline is not None and time.perf_counter() > deadline:
             raise TimedOut("the wall-time cap passed during validation")
-    return float(loss) / len(x), int(correct) / len(x)
+    sums = ranks.sum(torch.stack([loss, correct.double()]))
+    return float(sums[0]) / len(x), float(sums[1]) / len(x)
+
+
+def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, budget: TrainingBudget,
+        ranks: Ranks, report: dict[str, Any], *, deadline: float | None = None, fault: str | None = None,
+        on_point: Report | None = None, report_every: int | None = None) -> None:
+    """Train ``model`` (built and on its device) for the budget's epochs on ``ranks``, validating after each
+    epoch, and fill ``report`` as it goes (``curve``, ``metrics``, ``timings`` ``train`` and ``validate``), so a
+    failure keeps what was done.
+
+    ``on_point(step, epoch, metrics) -> stop`` is called every ``report_every`` training steps (each epoch's end
+    when ``None``) with the validation metrics there; ``True`` stops the training at that point and sets
+    ``report["stopped"]`` (a pruned result). On a gang, every rank validates at the same points and the
+    leader's answer stops them all at the same step; ``on_point`` must then be given on every rank (only the
+    leader's is asked).
+    """
+    wrapped = ranks.wrap(model)
+    count = len(data.train_x)
+    batch = min(budget.batch_size, count)
+    steps = count // batch
+    tell = safe(on_point) if ranks.leader else safe(None)
+    points = set(report_points(steps, budget.epochs, report_every)) if on_point is not None else set()
+    known = {"params": report["metrics"].get("params"), "flops": report["metrics"].get("flops")}  # multi-objective
+    generator = torch.Generator().manual_seed(budget.seed)
+    trained, epoch = 0, 0
+
+    def point(step: int, metrics: dict[str, Any]) -> bool:
+        """Report at ``step`` (global); every rank learns the leader's answer."""
+        report["stopped"] = ranks.any(tell(step, step / steps, {**metrics, **known}))
+        return report["stopped"]
+
+    def reported(done: int) -> bool:
+        """After each step: at a report point that is not an epoch's end, validate, report, maybe stop."""
+        nonlocal trained
+        trained = (epoch - 1) * steps + done
+        if trained not in points or done == steps:
+            return False
+        val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline, ranks)
+        wrapped.train()
+        report["curve"].append({"epoch": trained / steps, "step": trained, "val_loss": finite(val_loss),
+                                "val_accuracy": accuracy})
+        report["metrics"].update(accuracy=accuracy, val_loss=finite(val_loss), epochs=trained / steps)
+        return point(trained, {"val_accuracy": accuracy, "val_loss": val_loss})
+
+    for epoch in range(1, budget.epochs + 1):
+        mark = time.perf_counter()
+        train_loss = train_one_epoch(wrapped, data.train_x, data.train_y, optimizer, budget, generator, deadline,
+                                     fault, after_step=reported if points else None, ranks=ranks)
+        synchronize(ranks.device)
+        report["timings"]["train"] += time.perf_counter() - mark
+        if report.get("stopped"):  # stopped mid-epoch: its last report is the curve's last point
+            report["curve"][-1]["train_loss"] = finite(train_loss)
+            break
+        mark = time.perf_counter()
+        val_loss, accuracy = validate(model, data.val_x, data.val_y, budget, deadline, ranks)
+        report["timings"]["validate"] += time.perf_counter() - mark
+        report["curve"].append({"epoch": epoch, "step": epoch * steps, "train_loss": finite(train_loss),
+                                "val_loss": finite(val_loss), "val_accuracy": accuracy})
+        report["metrics"].update(accuracy=accuracy, train_loss=finite(train_loss), val_loss=finite(val_loss),
+                                 epochs=epoch)
+        if epoch < budget.epochs and epoch * steps in points and point(epoch * steps, {
+                "val_accuracy": accuracy, "val_loss": val_loss, "train_loss": train_loss}):
+            trained = epoch * steps
+            break
+    trained = trained if report.get("stopped") else budget.epochs * steps
+    report["metrics"]["steps"] = trained
+    images = trained * (batch // ranks.world) * ranks.world
+    report["metrics"]["images_per_second"] = images / max(report["timings"]["train"], 1e-9)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (timings that end here are true); nothing on the CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

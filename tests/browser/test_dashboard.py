@@ -17,6 +17,7 @@ import pytest
 from django.conf import settings
 
 from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.scoring import score_as_the_readme_says
 from webapp.searches.models import Individual, Search
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(1200)]
@@ -247,20 +248,3 @@ def check_trained_model(archive: zipfile.ZipFile, prefix: str, accuracy: float, 
     scikit-learn, model.py and weights.pt, and prints the accuracy on the search's validation split, which must
     be the accuracy the search reported (the network normalises its raw input itself)."""
     assert score_as_the_readme_says(archive, prefix, folder) == pytest.approx(accuracy, abs=1e-6)
-
-
-def score_as_the_readme_says(archive: zipfile.ZipFile, prefix: str, folder: Path) -> float:
-    """Unpack ``prefix/`` and run the script its README.txt shows (the indented lines) with this Python."""
-    import subprocess
-    import sys
-
-    target = folder / prefix
-    for name in archive.namelist():
-        if name.startswith(prefix + "/"):
-            (target / name.split("/", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
-            (target / name.split("/", 1)[1]).write_bytes(archive.read(name))
-    readme = (target / "README.txt").read_text()
-    script = "\n".join(line[4:] for line in readme.splitlines() if line.startswith("    "))
-    run = subprocess.run([sys.executable, "-c", script], cwd=target, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return float(run.stdout.strip().splitlines()[-1])

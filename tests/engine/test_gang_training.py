@@ -1,10 +1,12 @@
 """A trained search on a gang worker of two CPU ranks (``evalworker --device cpu,cpu --gang 2``): kill -9 of one
 rank mid-training fails that attempt at once, the worker runs it again, no rank is left behind and the search
-finishes."""
+finishes; and a candidate trained on two devices keeps what one device gives (pruning, weights, exports)."""
 from __future__ import annotations
 
 import glob
+import io
 import os
+import zipfile
 import signal
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 
 from tests.conftest import ProcessLog, manage
 from tests.engine.conftest import finished, launched, wait_until
+from tests.scoring import score_as_the_readme_says
 from webapp.searches.models import Individual, Search
 
 pytestmark = pytest.mark.integration
@@ -52,3 +55,40 @@ def test_kill_9_of_a_rank_is_retried_and_the_search_finishes(stack):
     assert all(i.metrics["devices"] == "cpu,cpu" for i in individuals)
     assert not psutil.pid_exists(victim.pid) or victim.status() == psutil.STATUS_ZOMBIE
     wait_until(lambda: not ranks(), 30, message="no rank left")
+
+
+def test_a_gang_search_prunes_keeps_weights_and_exports_as_one_device_does(stack, tmp_path):
+    """Two devices per candidate keep everything one device gives: the pruner's reports and stops, the best's
+    weights, model.py and model.onnx, and a zip whose script scores the accuracy the search reported."""
+    from webapp.searches import ranking
+    from webapp.services.exports import best_zip
+
+    worker = ProcessLog(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), stack.env())
+    stack.processes.append(worker)
+    worker.wait_for("ready.", timeout=60)
+    stack.control()
+    config = {
+        "space": {"name": "chain", "max_layers": 3, "modules": 2},
+        "strategy": {"name": "random", "seed": 2, "params": {"max_evaluations": 6}},
+        "dataset": "digits",
+        "training": {"epochs": 3, "batch_size": 64, "learning_rate": 0.002},
+        "pruner": {"name": "median", "min_completed": 1, "min_steps": 1},
+        "evaluation": {"mode": "train", "keep_weights": 2, "devices": 2, "report_every": 10},
+    }
+    search = finished(launched("gang pruned and kept", config).pk, timeout=600)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = list(Individual.objects.filter(search=search))
+    assert len(individuals) == 6 and all(i.metrics.get("devices") == "cpu,cpu" for i in individuals)
+    pruned = [i for i in individuals if i.status == Individual.Status.PRUNED]
+    assert pruned, [(i.status, i.message) for i in individuals]
+    for individual in pruned:  # stopped at a report of its gang's leader, with the curve it had
+        assert individual.curve and individual.curve[-1]["step"] % 10 == 0
+        assert individual.metrics["steps"] == individual.curve[-1]["step"]
+    best = ranking.best_individuals(search, 1)[0]
+    assert best.status == Individual.Status.DONE and best.metrics["latency_ms"] > 0
+    archive_bytes = io.BytesIO()
+    best_zip(search, 1, archive_bytes)
+    archive = zipfile.ZipFile(archive_bytes)
+    prefix = f"rank01_n{best.number}"
+    assert {f"{prefix}/{name}" for name in ("weights.pt", "model.py", "model.onnx")} <= set(archive.namelist())
+    assert score_as_the_readme_says(archive, prefix, tmp_path) == pytest.approx(best.fitness, abs=0.005)

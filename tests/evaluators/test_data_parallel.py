@@ -2,6 +2,7 @@
 and global batch, the devices recorded, and a rank killed mid-training fails the evaluation with no rank left."""
 from __future__ import annotations
 
+import io
 import os
 import signal
 import threading
@@ -12,6 +13,7 @@ import psutil
 import pytest
 
 from evaluators.data_parallel import RANK_LOST, devices_of, evaluate_on_gang
+from evaluators.evaluate import evaluate
 from tests.evaluators.conftest import TINY
 
 GENOME, SPACE = TINY["chain"]
@@ -101,3 +103,60 @@ def test_a_hung_rank_never_hangs_the_worker():
     assert result.status == "failed" and result.failure in ("error", "rank_lost"), result.message
     assert "rank" in result.message
     assert not [pid for pid in seen["pids"] if psutil.pid_exists(pid)]
+
+
+def _score(weights: io.BytesIO) -> float:
+    """The accuracy of kept weights on the digits validation split, scored here in this process."""
+    import torch
+
+    from evaluators.blocks import Net
+    from evaluators.builders import architecture, as_space
+    from evaluators.datasets import load_dataset
+    from evaluators.export import load_weights
+    from evaluators.training import validate
+    from evaluators.budget import TrainingBudget
+
+    net = Net(architecture(GENOME, as_space(SPACE), "digits"))
+    net.load_state_dict(load_weights(io.BytesIO(weights.getvalue())))
+    data = load_dataset("digits", "cpu", BUDGET["seed"])
+    with torch.no_grad():
+        return validate(net, data.val_x, data.val_y, TrainingBudget.from_dict(BUDGET))[1]
+
+
+def test_a_gang_reports_progress_and_stops_at_the_leaders_answer_like_one_device():
+    """The same reports at the same steps, and a stop at the second one, for one device and a gang of two."""
+    def run(device):
+        steps: list[int] = []
+
+        def stop_at_second(step, epoch, metrics):
+            steps.append(step)
+            assert 0.0 <= metrics["val_accuracy"] <= 1.0 and metrics["params"] > 0
+            return len(steps) == 2
+
+        weights = io.BytesIO()
+        result = evaluate(GENOME, SPACE, BUDGET, "digits", device, report=stop_at_second, report_every=7,
+                          weights_to=weights, **({"threads": 1} if isinstance(device, list) else {}))
+        return result, steps, weights
+
+    one, one_steps, _ = run("cpu")
+    two, two_steps, two_weights = run(["cpu", "cpu"])
+    assert one.status == two.status == "pruned", (one.message, two.message)
+    assert one_steps == two_steps == [7, 14]
+    assert [p["step"] for p in two.curve] == [7, 14] and two.metrics["steps"] == 14
+    assert two.device == "cpu,cpu" and two_weights.tell() > 0, "a pruned gang keeps the weights it had"
+    assert _score(two_weights) == pytest.approx(two.fitness, abs=1e-9)
+
+
+def test_a_gang_keeps_the_weights_it_reports_and_measures_latency():
+    weights = io.BytesIO()
+    result = evaluate(GENOME, SPACE, BUDGET, "digits", ["cpu", "cpu"], weights_to=weights,
+                      latency={"batch": 1, "repeats": 2}, threads=1)
+    assert result.ok, result.message
+    assert result.metrics["latency_ms"] > 0 and result.metrics["latency"] > 0 and "schedule" in result.metrics
+    assert result.fitness > 0.9 and _score(weights) == pytest.approx(result.fitness, abs=1e-9)
+
+
+def test_out_of_memory_in_a_rank_fails_the_gang_as_oom():
+    result = evaluate(GENOME, SPACE, BUDGET, "digits", ["cpu", "cpu"], fault="oom", threads=1)
+    assert result.status == "failed" and result.failure == "oom", result.message
+    assert "rank 0 (cpu)" in result.message or "rank 1 (cpu)" in result.message

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import tempfile
-from pathlib import Path
 
 from nas.allocation.efficiency import gang_sizes
 from webapp.stack.devices import device_error
 from webapp.stack.evalnode import DEVICE
+from webapp.worker.devices import ledger_folder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +31,7 @@ class GangDevices:
         return "gloo" if self.devices[0] == "cpu" else "nccl"
 
     def environment(self) -> dict[str, str]:
-        """What its evaluation processes read (``webapp.worker.gang``)."""
+        """What its evaluation processes read (``webapp.worker.devices``)."""
         return {"NAS_GANG_DEVICES": ",".join(self.devices), "NAS_GANG_SIZES": ",".join(map(str, self.sizes))}
 
 
@@ -59,5 +58,5 @@ def resolve_gang(device_spec: str, gang: str) -> GangDevices:
 
 
 def remove_ledger(node: str, owner: int) -> None:
-    """Remove the device claims folder of the gang worker ``owner`` (``webapp.worker.gang.ledger``) as it exits."""
-    shutil.rmtree(Path(tempfile.gettempdir()) / f"nas-gang-{node}-{owner}", ignore_errors=True)
+    """Remove the device claims folder of the gang worker ``owner`` (``webapp.worker.devices.ledger``) as it exits."""
+    shutil.rmtree(ledger_folder(node, owner), ignore_errors=True)

@@ -36,8 +36,8 @@ def admitted(search_id: int, result: EvaluationResult) -> bool:
 
 
 def evaluate_and_keep(evaluate: Callable[..., EvaluationResult], individual: dict[str, Any],
-                      device: str, **options: Any) -> EvaluationResult:
-    """Train ``individual`` on ``device`` with ``evaluate`` (given ``options`` too) and, when its search keeps
+                      device: str | list[str], **options: Any) -> EvaluationResult:
+    """Train ``individual`` on ``device`` (one, or a gang's) with ``evaluate`` (given ``options`` too) and, when its search keeps
     weights and it may enter the best, leave its files in Redis; the result names them in ``artifacts``."""
     keep = int(individual["evaluation"].get("keep_weights") or 0) > 0
     weights = io.BytesIO() if keep else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import time
 import traceback
 from typing import Any
@@ -21,7 +20,7 @@ from django.conf import settings
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, signing, transport
-from webapp.worker import artifacts, slots
+from webapp.worker import artifacts, devices, slots
 from webapp.worker.progress import reporter
 from webapp.worker.heartbeat import Heartbeat
 
@@ -29,21 +28,42 @@ log = logging.getLogger(__name__)
 
 
 def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> EvaluationResult:
-    """The evaluation itself: simulated, or trained with PyTorch (imported only here, once per process);
-    ``report`` receives its intermediate values and may stop it (``evaluators.reporting``)."""
+    """The evaluation itself, on the devices this slot gets for it (``devices``): simulated, or trained with
+    PyTorch (imported only here, once per process) by the one training path for any number of devices, wrapped
+    once by what keeps weights and exports (``artifacts``); ``report`` receives its intermediate values and may
+    stop it (``evaluators.reporting``)."""
     evaluation = individual["evaluation"]
-    if os.environ.get("NAS_GANG_DEVICES"):  # a worker owning several devices (evalworker --gang)
-        from webapp.worker.gang import evaluate_individual_on_gang
 
-        return evaluate_individual_on_gang(individual, report)
-    if evaluation.get("mode") == "simulated":
-        from evaluators.simulated import simulate
+    def run(held: list[str]) -> EvaluationResult:
+        if evaluation.get("mode") == "simulated":
+            from evaluators.simulated import simulate
 
-        return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3), report=report)
+            return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3),
+                            gang=len(held), report=report)
+        return artifacts.evaluate_and_keep(_trained, individual, held, report=report,
+                                           report_every=evaluation.get("report_every"))
+
+    return devices.run_on_devices(individual, run)
+
+
+def _trained(genome: Any, space: Any, training: Any, dataset: str, held: list[str], **options: Any) -> EvaluationResult:
+    """``evaluators.evaluate.evaluate`` on ``held`` (one device, or a gang of them); an attempt of a gang that
+    lost a rank to a signal is run again, ``NAS_MAX_ATTEMPTS`` runs in all, and the result keeps what happened
+    to the earlier ones (``rank_lost``)."""
+    from evaluators.data_parallel import RANK_LOST
     from evaluators.evaluate import evaluate
 
-    return artifacts.evaluate_and_keep(evaluate, individual, slots.identity().device, report=report,
-                                       report_every=evaluation.get("report_every"))
+    device = held[0] if len(held) == 1 else held
+    lost: list[str] = []
+    for _ in range(max(1, settings.NAS_MAX_ATTEMPTS)):
+        result = evaluate(genome, space, training, dataset, device, **options)
+        if result.failure != RANK_LOST:
+            break
+        lost.append(result.message)
+        log.warning("a gang on %s lost a rank: %s; trying again", ",".join(held), result.message)
+    if lost:
+        result = result.with_fields(metrics={**result.metrics, "rank_lost": " | ".join(lost)[:500]})
+    return result
 
 
 def _push(message: messages.Message) -> None:

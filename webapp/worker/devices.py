@@ -1,7 +1,8 @@
-"""The gang worker's side (``evalworker --device a,b,... --gang auto|N``): which of its devices an evaluation
-gets, and running it on them.
+"""Which devices an evaluation gets. A plain worker's slot has one (``NAS_DEVICE``): a gang worker whose only
+size is 1. A gang worker (``evalworker --device a,b,... --gang auto|N``) owns several devices of its host and
+hands each candidate some of them.
 
-The worker's pool processes share the host's devices through a ledger of claim files (one per device, created
+The gang worker's pool processes share the host's devices through a ledger of claim files (one per device, created
 exclusively, naming the claiming process; a claim whose process is gone is taken over). The gang size comes from
 the search's ``evaluation.devices``: a number (the largest size this worker allows up to it), or ``auto``: the
 allocator (``nas.allocation``) decides here, when the worker pulls the candidate, from what it knows exactly (its
@@ -25,6 +26,11 @@ from webapp.messaging import gangs, transport
 from webapp.worker import slots
 
 log = logging.getLogger(__name__)
+
+def ledger_folder(node: str, owner: int | str) -> Path:
+    """The claim files of the gang worker ``owner`` (its process id) on ``node``; removed when it exits."""
+    return Path(tempfile.gettempdir()) / f"nas-gang-{node}-{owner}"
+
 
 class Ledger:
     """Which of this worker's devices are held, shared by its pool processes through claim files."""
@@ -74,8 +80,7 @@ class Ledger:
 
 def ledger() -> Ledger:
     devices = os.environ["NAS_GANG_DEVICES"].split(",")
-    name = f"nas-gang-{os.environ.get('NAS_NODE', 'node')}-{os.environ.get('NAS_GANG_OWNER', os.getppid())}"
-    return Ledger(devices, Path(tempfile.gettempdir()) / name)
+    return Ledger(devices, ledger_folder(os.environ.get("NAS_NODE", "node"), os.environ.get("NAS_GANG_OWNER", os.getppid())))
 
 
 def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> Allocation:
@@ -91,9 +96,17 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
     return Allocator(gangs.load_model(individual["search"])).choose([state], gangs.read_pending(individual["search"]))
 
 
-def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str], int], EvaluationResult],
+def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult]) -> EvaluationResult:
+    """``evaluate(devices)`` on this slot's device, or, on a gang worker, on the devices it claims for
+    ``individual`` (:func:`run_on_gang`)."""
+    if not os.environ.get("NAS_GANG_DEVICES"):
+        return evaluate([slots.identity().device])
+    return run_on_gang(individual, evaluate)
+
+
+def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult],
                 poll: float = 0.2) -> EvaluationResult:
-    """Claim the devices the allocation asks for (waiting while others hold them), run ``evaluate(devices, gang)``,
+    """Claim the devices the allocation asks for (waiting while others hold them), run ``evaluate(devices)``,
     release them, and record the choice in the result."""
     book = ledger()
     sizes = tuple(int(s) for s in os.environ["NAS_GANG_SIZES"].split(","))
@@ -113,49 +126,10 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str], int],
                        "devices": devices, "gang": gang})  # the nodes page shows the gang it holds
     started = time.perf_counter()
     try:
-        result = evaluate([book.devices[index] for index in held], gang)
+        result = evaluate([book.devices[index] for index in held])
     finally:
         book.release(held)
     if result.ok:
         gangs.record_duration(search_id, host, gang, time.perf_counter() - started)
     return result.with_fields(metrics={**result.metrics, "devices": devices, "gang": str(gang),
                                        "allocation": choice.reason[:300]})
-
-
-def evaluate_individual_on_gang(individual: dict[str, Any], report: Any = None) -> EvaluationResult:
-    """``runner.run_evaluator`` on a gang worker: simulated (``T(1) / (g x efficiency(g))``), one device in this
-    process, or several through ``evaluators.data_parallel`` (a rank killed by a signal is retried, up to
-    ``NAS_MAX_ATTEMPTS`` runs in all). ``report`` (a pruner's reporting) reaches simulated and one-device
-    evaluations; a data-parallel one reports nothing yet and trains its whole budget."""
-    from django.conf import settings
-
-    evaluation = individual["evaluation"]
-    epochs = individual["training"].get("epochs", 3)
-
-    def run(devices: list[str], gang: int) -> EvaluationResult:
-        if evaluation.get("mode") == "simulated":
-            from evaluators.simulated import simulate
-
-            return simulate(individual["key"], evaluation, epochs=epochs, gang=gang, report=report)
-        if gang == 1:
-            from evaluators.evaluate import evaluate
-            from webapp.worker import artifacts
-
-            return artifacts.evaluate_and_keep(evaluate, individual, devices[0], report=report,
-                                               report_every=evaluation.get("report_every"))
-        from evaluators.data_parallel import RANK_LOST, evaluate_on_gang
-
-        lost: list[str] = []
-        for _ in range(max(1, settings.NAS_MAX_ATTEMPTS)):
-            result = evaluate_on_gang(individual["genome"], individual["space"], individual["training"],
-                                      individual["dataset"], devices,
-                                      should_stop=lambda: transport.is_stopped(individual["search"]))
-            if result.failure != RANK_LOST:
-                break
-            lost.append(result.message)
-            log.warning("individual %s: %s; trying again", individual["individual"], result.message)
-        if lost:  # the individual keeps what happened to its earlier attempts
-            result = result.with_fields(metrics={**result.metrics, "rank_lost": " | ".join(lost)[:500]})
-        return result
-
-    return run_on_gang(individual, run)
