@@ -6,7 +6,7 @@ import pytest
 
 from evaluators.budget import TrainingBudget
 from evaluators.training import TrainingBudget as Reexported
-from webapp.searches.config import check_training
+from webapp.searches.architecture_config import check_training
 
 
 def test_defaults_match_the_search_configuration():

@@ -15,7 +15,6 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -24,8 +23,8 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import faults, kept, lease, pruning, recording, strategy_store
-from webapp.control.lease import LeaseLost
+from webapp.control import faults, kept, pruning, recording, strategy_store
+from webapp.control.shell import End, LoopShell, Send
 from webapp.messaging import gangs, messages, signing, transport
 from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
@@ -34,8 +33,6 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = (Individual.Status.QUEUED, Individual.Status.RUNNING)
 #: How often the loop hands the slot time it sampled to the search's accounting (seconds).
 ACCOUNT_EVERY = 5.0
-#: ``send(packet, signature, task_id, queue)``: hands one signed packet to an evaluation pool.
-Send = Callable[[dict[str, Any], str, str, str], None]
 
 
 @dataclasses.dataclass
@@ -47,12 +44,11 @@ class Batch:
     resend: list[Individual] = dataclasses.field(default_factory=list)
 
 
-class SearchLoop:
-    def __init__(self, search_id: int, owner: str, send: Send) -> None:
-        self.search_id = search_id
-        self.owner = owner
-        self.send = send
-        self.search = Search.objects.get(pk=search_id)
+class SearchLoop(LoopShell):
+    """The loop of an architecture search (the kind ``architecture``)."""
+
+    def __init__(self, search_id: int, owner: str, send: Send | None = None) -> None:
+        super().__init__(search_id, owner, send)
         config = self.search.config
         self.space = space_from_config(config["space"])
         if self.search.strategy_state:
@@ -63,7 +59,6 @@ class SearchLoop:
         self.pruning = pruning.Pruning(self.search)
         self.pool = config["pool"]
         self.population = int(config["strategy"]["params"].get("population", 20))
-        self._renewed = 0.0
         self._checked_stale = 0.0
         self._slots_seen = 0.0
         self._live_slots: list[dict[str, Any]] = []
@@ -76,35 +71,20 @@ class SearchLoop:
 
     # --- the loop ----------------------------------------------------------------------------------------------
 
-    def run(self) -> str:
-        """Run until the search ends; returns why it ended (``finished``, ``stopped``, ``lease lost``)."""
-        try:
-            with recording.fenced(self.search_id, self.owner) as search:
-                recording.start_accounting(search, time.time())
+    def begin(self) -> None:
+        self._send_unsent()
+
+    def step(self) -> End | None:
+        if self._drained:  # resumed while it was stopping: send what the workers skipped meanwhile
+            self._drained = False
             self._send_unsent()
-            while True:
-                self._renew()
-                status = Search.objects.filter(pk=self.search_id).values_list("status", flat=True).get()
-                if status == Search.Status.STOPPING:
-                    self._account()
-                    if self.drain():
-                        return self._end(Search.Status.STOPPED, "stopped by its owner")
-                    self._drained = True
-                    continue
-                if status != Search.Status.RUNNING:
-                    return status
-                if self._drained:  # resumed while it was stopping: send what the workers skipped meanwhile
-                    self._drained = False
-                    self._send_unsent()
-                self.collect(wait=settings.NAS_LOOP_WAIT)
-                self.check_stale()
-                self.dispatch()
-                self._account()
-                if self.strategy.done and not self._in_flight().exists():
-                    return self._end(Search.Status.FINISHED, "")
-        except LeaseLost as error:
-            log.warning("search %s: lease taken over; this loop stops (%s)", self.search_id, error)
-            return "lease lost"
+        self.collect(wait=settings.NAS_LOOP_WAIT)
+        self.check_stale()
+        self.dispatch()
+        self._account()
+        if self.strategy.done and not self._in_flight().exists():
+            return Search.Status.FINISHED, ""
+        return None
 
     def _account(self) -> None:
         """Sample the slots this search could use now (idle ones, or working for it); hand them to the
@@ -132,9 +112,6 @@ class SearchLoop:
                 total += int(count) / max(int(slot.get("slots", 1)), 1) if count.isdigit() else 1.0
         return total
 
-    def _renew(self, force: bool = False) -> None:
-        self._renewed = lease.keep(self.search_id, self.owner, self._renewed, force)
-
     def _in_flight(self):
         return Individual.objects.filter(search_id=self.search_id, status__in=IN_FLIGHT)
 
@@ -145,7 +122,7 @@ class SearchLoop:
         raw = transport.take_messages(self.search_id, wait)
         if not raw:
             return 0
-        self._renew(force=True)
+        self.renew(force=True)
         parsed = []
         for item in raw:
             try:
@@ -208,6 +185,8 @@ class SearchLoop:
     def drain(self) -> bool:
         """A stopped search sends nothing more but records the evaluations under way as they finish; True once
         none is left (workers skip its queued ones; a resume sends those again)."""
+        self._account()
+        self._drained = True
         self.collect(wait=settings.NAS_LOOP_WAIT)
         running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
         beats = transport.heartbeats(self.search_id, [i.pk for i in running])
@@ -341,12 +320,9 @@ class SearchLoop:
 
     # --- the end -----------------------------------------------------------------------------------------------
 
-    def _end(self, status: str, reason: str) -> str:
+    def closing(self, search: Search) -> None:
+        """The slot and device time sampled since the last hand-over, saved with the end."""
         self._clock.sample(time.time(), self._available())
         self._device_clock.sample(time.time(), self._available_devices())
-        with recording.fenced(self.search_id, self.owner) as search:
-            accounting.add_device_time(search.stats, self._device_clock.take())  # saved with the slot time
-            recording.add_slot_time(search, self._clock.take())
-            broadcast.notify_many(self.search_id, [("search.status", recording.end_search(search, status, reason))])
-        log.info("search %s %s %s", self.search_id, status, reason)
-        return status
+        accounting.add_device_time(search.stats, self._device_clock.take())  # saved with the slot time
+        recording.add_slot_time(search, self._clock.take())

@@ -13,8 +13,8 @@ from typing import Any
 from celery import shared_task
 
 from webapp.control import lease
-from webapp.control.loop import SearchLoop
 from webapp.messaging import dispatch, guard
+from webapp.searches.kinds import kind_of
 from webapp.searches.models import Search
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,7 @@ def run_search(search_id: Any = None) -> str:
         return "busy"
     log.info("search %s: loop %s started", search_id, owner)
     try:
-        if Search.objects.filter(pk=search_id, config__kind="weights").exists():  # seed 001: evolve weights
-            from webapp.control.weights_loop import WeightLoop  # torch: loaded only for weight searches
-
-            return WeightLoop(search_id, owner, send=dispatch.send_part).run()
-        return SearchLoop(search_id, owner, send=dispatch.send_packet).run()
+        kind = kind_of(Search.objects.values_list("config", flat=True).get(pk=search_id))
+        return kind.part("loop")(search_id, owner).run()  # a weight search's loop loads torch: imported for one only
     finally:
         lease.release(search_id, owner)

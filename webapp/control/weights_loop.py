@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,17 +26,14 @@ from django.conf import settings
 
 from evaluators.neuroevolution import WeightEvolution, WeightRun, export_files
 from nas.neuroevolution import share, traffic
-from webapp.control import lease, recording
-from webapp.control.lease import LeaseLost
 from webapp.control.recording import fenced
-from webapp.messaging import signing, transport
+from webapp.control.shell import End, LoopShell, Send
+from webapp.messaging import dispatch, signing, transport
 from webapp.messaging import weights_transport as wire
 from webapp.searches import broadcast
 from webapp.searches.models import Search, WeightGeneration, WeightState
 
 log = logging.getLogger(__name__)
-#: ``send(part, signature, task_id, queue)``: hands one signed part to an evaluation pool.
-SendPart = Callable[[dict[str, Any], str, str, str], None]
 POLL = 0.02
 
 
@@ -49,10 +45,13 @@ class PartFailed(Exception):
     """A part raised on its worker (out of memory, a bug): the search fails with its reason."""
 
 
-class WeightLoop:
-    def __init__(self, search_id: int, owner: str, send: SendPart, device: str = "cpu") -> None:
-        self.search_id, self.owner, self.send = search_id, owner, send
-        self.search = Search.objects.get(pk=search_id)
+class WeightLoop(LoopShell):
+    """The loop of a weight search (the kind ``weights``)."""
+
+    TASK = dispatch.EVOLVE_PART
+
+    def __init__(self, search_id: int, owner: str, send: Send | None = None, device: str = "cpu") -> None:
+        super().__init__(search_id, owner, send)
         self.config = self.search.config
         self.method = self.config["weights"]["method"]
         self.evolution = WeightEvolution(WeightRun.from_config(self.config), device)
@@ -60,38 +59,24 @@ class WeightLoop:
         if saved is not None:
             self.evolution.load_state(bytes(saved.data))
         self.parts_of: dict[int, int] = {}
-        self._renewed = 0.0
 
     # --- the loop ---------------------------------------------------------------------------------------------
 
-    def run(self) -> str:
-        """Run generations until the plan is done, the search is stopped, or the lease is lost."""
+    def begin(self) -> None:
+        self._publish()
+        wire.clear_failures(self.search_id)  # a resume tries again
+
+    def step(self) -> End | None:
+        """One generation; the end once the planned generations are done, or when a part failed."""
+        if self.evolution.generation >= self.config["weights"]["generations"]:
+            return Search.Status.FINISHED, ""
         try:
-            with fenced(self.search_id, self.owner) as search:
-                recording.start_accounting(search, time.time())
-            self._publish()
-            wire.clear_failures(self.search_id)  # a resume tries again
-            while self.evolution.generation < self.config["weights"]["generations"]:
-                status = self._status()
-                if status != Search.Status.RUNNING:
-                    return self._stop(status)
-                try:
-                    self.record(self.generation())
-                except Interrupted:
-                    continue
-                except PartFailed as error:
-                    return self._end(Search.Status.FAILED, str(error))
-            return self._end(Search.Status.FINISHED, "")
-        except LeaseLost as error:
-            log.warning("search %s: lease taken over; this weight loop stops (%s)", self.search_id, error)
-            return "lease lost"
-
-    def _status(self) -> str:
-        self._renew()
-        return Search.objects.filter(pk=self.search_id).values_list("status", flat=True).get()
-
-    def _renew(self, force: bool = False) -> None:
-        self._renewed = lease.keep(self.search_id, self.owner, self._renewed, force)
+            self.record(self.generation())
+        except Interrupted:
+            return None
+        except PartFailed as error:
+            return Search.Status.FAILED, str(error)
+        return None
 
     def _publish(self) -> None:
         wire.publish_state(self.search_id, self.evolution.generation, self.evolution.digest(),
@@ -172,7 +157,7 @@ class WeightLoop:
             if now - checked < settings.NAS_HEARTBEAT_SECONDS:
                 continue
             checked = now
-            if self._status() != Search.Status.RUNNING:
+            if self.status() != Search.Status.RUNNING:
                 raise Interrupted()
             failed = wire.failures(self.search_id)
             if failed:
@@ -241,14 +226,3 @@ class WeightLoop:
             search.save(update_fields=["evaluations_done", "best_fitness"])
             broadcast.notify(self.search_id, "weights.generation", row)
         self.parts_of.pop(row["number"] - 1, None)
-
-    def _stop(self, status: str) -> str:
-        if status == Search.Status.STOPPING:
-            return self._end(Search.Status.STOPPED, "stopped by its owner")
-        return status
-
-    def _end(self, status: str, reason: str) -> str:
-        with fenced(self.search_id, self.owner) as search:
-            broadcast.notify(self.search_id, "search.status", recording.end_search(search, status, reason))
-        log.info("weight search %s %s %s", self.search_id, status, reason)
-        return status

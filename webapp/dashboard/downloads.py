@@ -8,8 +8,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.views.decorators.gzip import gzip_page
 
-from webapp.dashboard import weights_pages
 from webapp.dashboard.access import owned_individual, owned_search
+from webapp.searches.kinds import kind_of
+from webapp.searches.models import Search
 from webapp.services import exports
 
 
@@ -23,8 +24,11 @@ def _attachment(content, content_type: str, filename: str) -> HttpResponse:
 @gzip_page  # the logs compress ~5x; a browser or `curl --compressed` inflates them transparently
 def individuals_csv(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
-    if search.config.get("kind") == "weights":  # no individuals: its generations instead
-        return weights_pages.generations_csv(search)
+    return kind_of(search.config).part("log")(search)  # a weight search has generations, not individuals
+
+
+def architecture_log(search: Search) -> HttpResponse:
+    """Every individual of an architecture search as CSV."""
     out = io.StringIO()
     exports.individuals_csv(search, out)
     return _attachment(out.getvalue(), "text/csv; charset=utf-8", f"search-{search.pk}-individuals.csv")

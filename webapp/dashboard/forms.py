@@ -3,7 +3,7 @@ error), then as a whole by the engine's ``check_config`` (its error lands on the
 
 Every field comes from the definition the engine checks against: the strategies' parameters from their
 ``describe_params()``, the training budget from ``evaluators.budget``, the datasets from ``evaluators.catalog``,
-the evaluation's fields from ``webapp.searches.config``. A new strategy parameter or budget field appears here
+the evaluation's fields from ``webapp.searches.architecture_config``. A new strategy parameter or budget field appears here
 by itself.
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ from nas.spaces import SPACES
 from nas.pruners import PRUNERS
 from nas.strategies import STRATEGIES
 from nas.strategies.archive import MAX_SEED
-from webapp.searches.config import (
-    LATENCY_FIELDS, POOL, POOL_RULE, SIMULATED_FIELDS, TRAINED_FIELDS, ConfigError, check_config,
-)
+from webapp.searches.architecture_config import LATENCY_FIELDS, SIMULATED_FIELDS, TRAINED_FIELDS
+from webapp.searches.checks import POOL, POOL_RULE
+from webapp.searches.config import ConfigError, check_config
 
 #: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
 DEFAULTS: dict[str, Any] = {

@@ -10,11 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, csp, display, drafts, weights_form, weights_pages
+from webapp.dashboard import architecture, csp, display, drafts
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.curve_chart import individual_curve
 from webapp.dashboard.forms import SearchForm
 from webapp.dashboard.schedules import schedule_view
+from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.models import Search
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.services import estimates, exports, lifecycle, nodes, queries
@@ -56,7 +57,7 @@ def search_list(request: HttpRequest) -> HttpResponse:
     visible = queries.visible_searches(request.user).select_related("owner").order_by("-created", "-pk")
     page = Paginator(visible, 50).get_page(request.GET.get("page"))
     return render(request, "dashboard/search_list.html",
-                  {"page": page, "rows": [list_row(s) for s in page.object_list]})
+                  {"page": page, "rows": [list_row(s) for s in page.object_list], "kinds": kinds().values()})
 
 
 @login_required
@@ -79,8 +80,11 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
     if search.status != Search.Status.DRAFT:
         messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
         return redirect("search-detail", search_id=search.pk)
-    if search.config.get("kind") == "weights":  # seed 001: its own form (webapp.dashboard.weights_form)
-        return weights_form.edit(request, search)
+    return kind_of(search.config).part("form")(request, search)  # each kind has its form
+
+
+def architecture_form(request: HttpRequest, search: Search) -> HttpResponse:
+    """An architecture search's draft in its form (the kind ``architecture``)."""
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
                       base=search.config)
     if request.method == "POST" and form.is_valid():
@@ -96,8 +100,11 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
 @csp.allow_eval  # its charts are WebGL
 def search_detail(request: HttpRequest, search_id: int) -> HttpResponse:
     search = owned_search(request, search_id)
-    if search.config.get("kind") == "weights":  # seed 001: its own page (webapp.dashboard.weights_pages)
-        return weights_pages.detail(request, search)
+    return kind_of(search.config).part("page")(request, search)  # each kind has its page
+
+
+def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
+    """An architecture search's live page (the kind ``architecture``); a draft opens in its form."""
     if search.status == Search.Status.DRAFT:
         return redirect("search-edit", search_id=search.pk)
     return render(request, "dashboard/search_detail.html", {

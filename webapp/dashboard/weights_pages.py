@@ -18,7 +18,9 @@ from django.shortcuts import render
 
 from webapp.dashboard.access import owned_search
 from webapp.dashboard.weights_charts import weight_figures
+from webapp.searches.kinds import kind_of
 from webapp.searches.models import Search, WeightGeneration, WeightState
+from webapp.searches.weights_config import KIND
 
 FIELDS = ("number", "best", "mean", "worst", "validation_accuracy", "workers", "evaluated", "traffic", "timings")
 
@@ -55,7 +57,7 @@ def detail(request: HttpRequest, search: Search) -> HttpResponse:
 def figures(request: HttpRequest, search_id: int) -> JsonResponse:
     """The snapshot of a weight search: its figures, progress and event sequence number (the page's resync)."""
     search = owned_search(request, search_id)
-    if search.config.get("kind") != "weights":
+    if kind_of(search.config) is not KIND:
         return JsonResponse({"error": f"search {search_id} is not a weight search"}, status=400)
     return JsonResponse(snapshot(search))
 

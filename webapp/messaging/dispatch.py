@@ -7,6 +7,7 @@ no module needs a function-level import to dodge a circle.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from celery import current_app
@@ -18,6 +19,8 @@ EVALUATE_BATCH = "webapp.worker.tasks.evaluate_batch"
 #: One part of one generation of a weight search (an evaluation pool's queue; ``webapp.worker.weights``).
 EVOLVE_PART = "webapp.worker.tasks.evolve_part"
 CONTROL_QUEUE = "control"
+#: ``send(message, signature, task_id, queue)``: hands one signed task message to an evaluation pool.
+Send = Callable[[dict[str, Any], str, str, str], None]
 
 
 def start_loop(search_id: int) -> None:
@@ -25,11 +28,14 @@ def start_loop(search_id: int) -> None:
     current_app.send_task(RUN_SEARCH, args=[search_id], queue=CONTROL_QUEUE)
 
 
-def send_packet(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
-    """Hand a signed packet to the evaluation pool ``queue`` as the task ``task_id``."""
-    current_app.send_task(EVALUATE_BATCH, args=[data, signature], task_id=task_id, queue=queue)
+def sender(task: str) -> Send:
+    """``send(message, signature, task_id, queue)``: hands one signed message to the evaluation pool ``queue`` as
+    the task ``task`` (:data:`EVALUATE_BATCH`, a packet; :data:`EVOLVE_PART`, a part of a weight search)."""
+
+    def send(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
+        current_app.send_task(task, args=[data, signature], task_id=task_id, queue=queue)
+
+    return send
 
 
-def send_part(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
-    """Hand a signed part of a weight search's generation to the evaluation pool ``queue``."""
-    current_app.send_task(EVOLVE_PART, args=[data, signature], task_id=task_id, queue=queue)
+send_packet = sender(EVALUATE_BATCH)

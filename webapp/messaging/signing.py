@@ -61,10 +61,11 @@ def _check_individual(position: int, individual: dict[str, Any]) -> None:
         raise MalformedPacket(f"individual {position}: genome rejected by space {space.name}: {error}") from None
 
 
-def parse(data: Any, signature: Any) -> Packet:
-    """The packet, if it is signed and well formed; :class:`MalformedPacket` saying why not otherwise."""
+def verify(data: Any, signature: Any, what: str = "a packet") -> dict[str, Any]:
+    """``data``, if it is a JSON object that this installation's loop signed (every reader of a signed message
+    checks it here); :class:`MalformedPacket` saying why not otherwise."""
     if not isinstance(data, dict):
-        raise MalformedPacket(f"a packet must be a JSON object (got {type(data).__name__})")
+        raise MalformedPacket(f"{what} must be a JSON object (got {type(data).__name__})")
     try:
         expected = sign(data)
     except (TypeError, ValueError) as error:
@@ -72,6 +73,12 @@ def parse(data: Any, signature: Any) -> Packet:
     if not isinstance(signature, str) or not hmac.compare_digest(signature, expected):
         raise MalformedPacket("bad or missing signature: not sent by this installation's search loop "
                               "(do the worker and the control worker share NAS_TASK_KEY / SECRET_KEY?)")
+    return data
+
+
+def parse(data: Any, signature: Any) -> Packet:
+    """The packet, if it is signed and well formed; :class:`MalformedPacket` saying why not otherwise."""
+    verify(data, signature)
     try:
         packet = Packet.from_dict(data)
     except (TypeError, ValueError) as error:

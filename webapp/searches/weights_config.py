@@ -1,6 +1,7 @@
 """The configuration of a weight search (``"kind": "weights"``, seed 001): a network's weights evolved by an
 evolution strategy over the evaluation workers. :func:`webapp.searches.config.check_config` calls
-:func:`check_weights_config` for this kind, so the form, the JSON API and ``search create --set`` share it.
+:func:`check_weights_config` for this kind (:data:`KIND`), so the form, the JSON API and ``search create --set``
+share it.
 
 ```
 {"kind": "weights",
@@ -27,6 +28,7 @@ from webapp.searches.checks import ConfigError, check_pool
 from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import number as _number
 from webapp.searches.checks import section as _section
+from webapp.searches.kinds import SearchKind, kind_of
 
 OPTIMIZERS = ("adam", "sgd")
 FITNESS = ("loss", "accuracy")
@@ -91,7 +93,7 @@ def resolve_network(network: Any) -> Any:
     from webapp.searches.models import Individual, Search
 
     source = Search.objects.filter(pk=number).only("config").first()
-    if source is None or source.config.get("kind", "architecture") != "architecture":
+    if source is None or not kind_of(source.config).architectures:
         raise ConfigError("network.search", f"there is no architecture search #{number}")
     best = (Individual.objects.filter(search_id=number, status=Individual.Status.DONE, fitness__isnull=False)
             .order_by("-fitness", "number").only("genome").first())
@@ -100,9 +102,22 @@ def resolve_network(network: Any) -> Any:
     return {"kind": "genome", "space": source.config["space"], "genome": best.genome, "source_search": number}
 
 
-def check_source_visible(config: dict[str, Any], visible: Any) -> None:
-    """A weight search may start from the best architecture of a search its owner may see (``visible``: that
-    owner's queryset of searches), never another user's; ``ConfigError`` as if the search did not exist."""
-    source = config.get("network", {}).get("source_search") if config.get("kind") == "weights" else None
-    if source is not None and not visible.filter(pk=source).exists():
-        raise ConfigError("network.search", f"there is no architecture search #{source}")
+def sources(config: dict[str, Any]) -> list[tuple[str, int]]:
+    """The search whose best architecture this one starts from, if any, with its field (its owner must be
+    allowed to see it)."""
+    source = config.get("network", {}).get("source_search")
+    return [] if source is None else [("network.search", source)]
+
+
+def planned_evaluations(config: dict[str, Any]) -> int:
+    """Every offspring of every generation."""
+    return config["weights"]["generations"] * config["weights"]["population"]
+
+
+KIND = SearchKind(
+    name="weights", label="weight search", check=check_weights_config, planned=planned_evaluations,
+    sources=sources, create="weights-create",
+    loop="webapp.control.weights_loop.WeightLoop",
+    page="webapp.dashboard.weights_pages.detail", form="webapp.dashboard.weights_form.edit",
+    log="webapp.dashboard.weights_pages.generations_csv",
+)

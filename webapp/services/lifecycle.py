@@ -10,8 +10,7 @@ from django.utils import timezone
 
 from webapp.searches import accounting, broadcast
 from webapp.messaging import dispatch, transport
-from webapp.searches.config import check_config, planned_evaluations
-from webapp.searches.weights_config import check_source_visible
+from webapp.searches.config import check_config, check_sources_visible, planned_evaluations
 from webapp.services import queries
 from webapp.searches.models import Search
 
@@ -47,7 +46,7 @@ def create_search(owner, name: str, config: Any) -> Search:
     """A draft search with its name and configuration checked (:class:`ActionError` for the name,
     :class:`~webapp.searches.config.ConfigError` for the configuration); nothing is saved if either is bad."""
     checked = check_config(config)
-    check_source_visible(checked, queries.visible_searches(owner))  # seed 001: another user's best stays theirs
+    check_sources_visible(checked, queries.visible_searches(owner))  # seed 001: another user's best stays theirs
     name = check_name(name)
     return Search.objects.create(
         owner=owner, name=name, config=checked, evaluations_total=planned_evaluations(checked)
@@ -58,7 +57,7 @@ def update_draft(search: Search, name: Any, config: Any) -> Search:
     """Change a draft's name and configuration, both checked as at creation; :class:`ActionError` once it was
     launched (nothing changes then, nor when either is bad)."""
     checked = check_config(config)
-    check_source_visible(checked, queries.visible_searches(search.owner))
+    check_sources_visible(checked, queries.visible_searches(search.owner))
     name = check_name(name)
     changed = Search.objects.filter(pk=search.pk, status=Search.Status.DRAFT).update(
         name=name, config=checked, evaluations_total=planned_evaluations(checked))

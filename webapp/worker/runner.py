@@ -22,7 +22,7 @@ from evaluators.result import EvaluationResult
 from webapp.messaging import messages, signing, transport
 from webapp.worker import artifacts, devices, slots
 from webapp.worker.progress import reporter
-from webapp.worker.heartbeat import Heartbeat
+from webapp.worker.heartbeat import evaluation_beat
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
         slots.set_current({"search": search_id, "individual": individual_id, "number": individual["number"]})
         beat = {**dataclasses.asdict(origin), "attempt": attempt, "started": started, "pid": me.as_dict()["pid"]}
         try:
-            with Heartbeat(search_id, individual_id, beat):
+            with evaluation_beat(search_id, individual_id, beat):
                 result = run_evaluator(individual, reporter(origin, attempt))
         except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
             log.exception("evaluation of individual %s raised", individual_id)

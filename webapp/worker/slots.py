@@ -11,11 +11,10 @@ import logging
 import os
 import socket
 import sys
-import threading
 
-from django.conf import settings
 
 from webapp.messaging import transport
+from webapp.worker.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -55,35 +54,23 @@ def identity() -> SlotIdentity:
 
 
 class SlotHeartbeat:
-    """A daemon thread announcing this slot (and what it evaluates) every ``NAS_HEARTBEAT_SECONDS``."""
+    """This slot announced (and what it evaluates) every ``NAS_HEARTBEAT_SECONDS``; retired when it stops."""
 
     current: dict | None = None
 
     def __init__(self) -> None:
         self.me = identity()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="slot-heartbeat", daemon=True)
+        self._beat = Heartbeat("slot-heartbeat", self.announce,
+                               lambda: transport.retire_slot(self.me.node, self.me.device, self.me.slot))
 
     def start(self) -> None:
-        self._thread.start()
+        self._beat.start()
 
     def announce(self) -> None:
         transport.announce_slot(self.me.node, self.me.device, self.me.slot, {**self.me.as_dict(), "current": self.current})
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.announce()
-            except Exception as error:  # Redis restarting: try again at the next beat
-                log.warning("slot heartbeat failed: %s", error)
-            self._stop.wait(settings.NAS_HEARTBEAT_SECONDS)
-
     def stop(self) -> None:
-        self._stop.set()
-        try:
-            transport.retire_slot(self.me.node, self.me.device, self.me.slot)
-        except Exception:
-            pass
+        self._beat.stop()
 
 
 _heartbeat: SlotHeartbeat | None = None

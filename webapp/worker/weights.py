@@ -12,21 +12,19 @@ that joined late, restarted or found a digest mismatch). No database access here
 """
 from __future__ import annotations
 
-import hmac
 import os
 import logging
-import threading
 import time
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-from django.conf import settings
 
 from nas.neuroevolution import share
 from webapp.messaging import signing
 from webapp.messaging import weights_transport as wire
 from webapp.worker import slots
+from webapp.worker.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
 PHASES = ("evaluate", "gradient")
@@ -41,8 +39,7 @@ def check_part(data: Any, signature: Any) -> dict[str, Any]:
     """The part, if the loop signed it and it is well formed; ``signing.MalformedPacket`` otherwise."""
     if not isinstance(data, dict) or sorted(data) != sorted(PART_FIELDS):
         raise signing.MalformedPacket(f"a weight part must be an object with {', '.join(PART_FIELDS)}")
-    if not isinstance(signature, str) or not hmac.compare_digest(signature, signing.sign(data)):
-        raise signing.MalformedPacket("bad or missing signature on a weight part")
+    signing.verify(data, signature, "a weight part")
     if data["phase"] not in PHASES or not 0 <= data["part"] < data["parts"]:
         raise signing.MalformedPacket(f"bad weight part {data['phase']!r} {data['part']}/{data['parts']}")
     return data
@@ -134,34 +131,10 @@ def bring_to(part: dict[str, Any], traffic: dict[str, int]) -> Any:
     return copy
 
 
-class PartBeat:
-    """The part's heartbeat key, refreshed by a thread while it is computed (it expires if the slot dies)."""
-
-    def __init__(self, part: dict[str, Any], info: dict[str, Any]) -> None:
-        self.args = (part["search"], part["generation"], part["parts"], part["phase"], part["part"])
-        self.info = info
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="weights-heartbeat", daemon=True)
-
-    def __enter__(self) -> PartBeat:
-        wire.beat_part(*self.args, self.info)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.wait(settings.NAS_HEARTBEAT_SECONDS):
-            try:
-                wire.beat_part(*self.args, self.info)
-            except Exception as error:
-                log.warning("heartbeat of weight part %s failed: %s", self.args, error)
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        try:
-            wire.clear_part_beat(*self.args)
-        except Exception:
-            pass
+def part_beat(part: dict[str, Any], info: dict[str, Any]) -> Heartbeat:
+    """The part's heartbeat key, refreshed while it is computed (it expires if the slot dies)."""
+    args = (part["search"], part["generation"], part["parts"], part["phase"], part["part"])
+    return Heartbeat("weights-heartbeat", lambda: wire.beat_part(*args, info), lambda: wire.clear_part_beat(*args))
 
 
 def compute(part: dict[str, Any], copy: Any, traffic: dict[str, int]) -> tuple[Any, int]:
@@ -196,7 +169,7 @@ def run_part(data: Any, signature: Any) -> str:
     started = time.perf_counter()
     slots.set_current({"search": part["search"], "generation": part["generation"], "phase": part["phase"]})
     try:
-        with PartBeat(part, {"slot": me.name, "pid": os.getpid(), "started": time.time()}):
+        with part_beat(part, {"slot": me.name, "pid": os.getpid(), "started": time.time()}):
             copy = bring_to(part, traffic)
             ready = time.perf_counter()
             values, evaluated = compute(part, copy, traffic)
