@@ -24,7 +24,7 @@ from benchmarks.stack import Node, Run, Stack, main_guard  # noqa: E402
 
 def default_config(pool: str) -> dict:
     """The configuration the create form makes of its defaults, on ``pool``."""
-    from webapp.dashboard.forms import DEFAULTS, SearchForm
+    from webapp.dashboard.architecture_form import DEFAULTS, SearchForm
 
     form = SearchForm(data={**DEFAULTS, "pool": pool})
     if not form.is_valid():

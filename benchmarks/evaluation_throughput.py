@@ -36,8 +36,9 @@ def slot_main(index: int, tasks: mp.Queue, results: mp.Queue) -> None:
     """One slot: for each task, build and warm up, report ready, then train from ``start`` to ``end``."""
     import torch
 
-    from evaluators.builders import build_model, describe
+    from evaluators.builders import describe
     from evaluators.catalog import dataset_shape
+    from evaluators.networks import build_model
     from evaluators.training import TrainingBudget, make_optimizer, train_one_epoch
 
     results.put(("alive", index))  # imports done: the first row is not measured against starting processes

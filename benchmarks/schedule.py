@@ -6,7 +6,7 @@ the DP's search time against graph width (with and without pruning), and the bat
 Networks: random cells of the ``cell`` space (CIFAR-shaped input), an Inception-like block (wide: parallel
 1x1, 1x1->3x3, 3x3->3x3 and pool->1x1 branches off one input, joined by a sum) and a RandWire-like block (a
 random DAG of ReLU-conv-BN nodes, each summing its inputs). On the CPU a concurrent stage runs its operators on
-threads with one intra-op thread each (``evaluators.schedule.executor``). Writes
+threads with one intra-op thread each (``evaluators.inference.executor``). Writes
 ``benchmarks/results/schedule.md``.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from torch import nn  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 from evaluators.blocks import Net, relu_conv_bn  # noqa: E402
 from evaluators.builders import architecture  # noqa: E402
-from evaluators.schedule.network import measure_schedule, measure_schedules, pinned_threads, schedule_program  # noqa: E402
-from evaluators.schedule.profile import MeasuredCost, ProfileCache  # noqa: E402
-from evaluators.schedule.program import (  # noqa: E402
+from evaluators.inference.network import measure_schedule, measure_schedules, pinned_threads, schedule_program  # noqa: E402
+from evaluators.inference.profile import MeasuredCost, ProfileCache  # noqa: E402
+from evaluators.inference.program import (  # noqa: E402
     INPUT,
     Expression,
     Program,

@@ -5,7 +5,7 @@ A network is described by a spec, ``{"input": [C, H, W], "classes": n, "layers":
 for each layer and runs them in order. Every block's arguments are explicit (channels in and out, strides), so a
 spec alone fixes the architecture.
 
-This module imports nothing but torch: ``evaluators.export`` copies its source, verbatim, into the standalone
+This module imports nothing but torch: ``evaluators.model_files`` copies its source, verbatim, into the standalone
 ``model.py`` of an exported architecture, which must run without this project.
 """
 from __future__ import annotations

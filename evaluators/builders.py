@@ -1,24 +1,22 @@
 """Genome -> network: one generic builder per space writes the architecture as data (a spec of named blocks
-with explicit arguments, see ``evaluators.blocks``), and :func:`build_model` turns any spec into an ``nn.Module``.
+with explicit arguments, see ``evaluators.blocks``); ``evaluators.networks.build_model`` turns any spec into an
+``nn.Module``.
 
 Every builder adapts to the dataset: the input channels, the class count, and how many times the image may be
 halved (a reduction is dropped, earliest first, when the image is already small: digits are 8x8).
-The specs are computed without torch; only :func:`build_model` imports it.
+No torch here: the web server describes architectures and writes their sources with this module.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nas.spaces import SearchSpace, space_from_config
 from nas.spaces.cell import EDGES
 
 from evaluators import summary
 from evaluators.catalog import dataset_shape
-
-if TYPE_CHECKING:
-    from torch import nn
 
 Spec = dict[str, Any]
 #: PeleeNet's stem width and its per-stage bottleneck widths (a multiple of half the growth rate).
@@ -133,13 +131,6 @@ def architecture(genome: Any, space: SearchSpace | dict[str, Any], dataset: str)
     plan = Plan(input_shape, classes)
     BUILDERS[space.name](genome, space, plan)
     return plan.spec()
-
-
-def build_model(genome: Any, space: SearchSpace | dict[str, Any], dataset: str) -> nn.Module:
-    """The ``nn.Module`` of ``genome`` for ``dataset`` (randomly initialised from torch's current RNG state)."""
-    from evaluators.blocks import Net
-
-    return Net(architecture(genome, space, dataset))
 
 
 def describe(genome: Any, space: SearchSpace | dict[str, Any], dataset: str) -> dict[str, Any]:

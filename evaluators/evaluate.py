@@ -98,13 +98,13 @@ def _finish(model: torch.nn.Module, data: Any, device: torch.device, budget: Tra
     report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, device, budget.precision)
     report["timings"]["latency"] = time.perf_counter() - mark
     if latency:
-        from evaluators.schedule.network import measure_latency
+        from evaluators.inference.network import measure_latency
 
         mark = time.perf_counter()
         report["metrics"].update(measure_latency(model, data.shape, device, latency))
         report["timings"]["schedule"] = time.perf_counter() - mark
     if weights_to is not None:
-        from evaluators.export import save_weights
+        from evaluators.model_files import save_weights
 
         mark = time.perf_counter()
         try:
@@ -113,7 +113,7 @@ def _finish(model: torch.nn.Module, data: Any, device: torch.device, budget: Tra
             report["metrics"]["weights_error"] = f"{type(error).__name__}: {error}"
         report["timings"]["weights"] = time.perf_counter() - mark
     if export_to is not None:
-        from evaluators.export import export_files
+        from evaluators.model_files import export_files
 
         mark = time.perf_counter()
         try:
@@ -135,12 +135,12 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     data-parallel gang of one rank each (:func:`evaluators.data_parallel.evaluate_on_gang`, which takes the
     ``gang`` options), trained by the same loop with everything below holding alike.
     ``fault`` is a test hook passed to :func:`evaluators.training.train_one_epoch` (``"oom"`` or ``"nan"``).
-    ``export_to``: a folder that receives the trained architecture's exports (``evaluators.export.export_files``:
+    ``export_to``: a folder that receives the trained architecture's exports (``evaluators.model_files.export_files``:
     genome, standalone source, weights, ONNX); their names are in the result's ``artifacts``.
-    ``weights_to``: a binary file that receives the trained weights (``evaluators.export.save_weights``) when
+    ``weights_to``: a binary file that receives the trained weights (``evaluators.model_files.save_weights``) when
     the evaluation succeeds; left untouched otherwise.
     ``latency``: ``{"batch", "repeats"}`` to measure the trained network's optimal inference schedule
-    (``evaluators.schedule``): metrics ``latency`` (ms) and ``schedule`` (the report).
+    (``evaluators.inference``): metrics ``latency`` (ms) and ``schedule`` (the report).
     ``report``: called every ``report_every`` training steps (each epoch's end when ``None``) with the
     validation metrics (``evaluators.reporting``); when it answers ``True`` the training stops there and the
     result's status is ``pruned`` (its partial curve, its fitness the last accuracy, its weights as they were).

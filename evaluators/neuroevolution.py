@@ -89,7 +89,7 @@ def build_network(network: dict[str, Any], dataset: str, seed: int) -> nn.Module
                     layers.append(nn.ReLU())
             module = nn.Sequential(*layers)
         else:
-            from evaluators.builders import build_model
+            from evaluators.networks import build_model
 
             module = build_model(checked["genome"], checked["space"], dataset)
     return module.eval()  # no batch statistics: every offspring is scored by the same function
@@ -318,7 +318,7 @@ def export_files(evolution: WeightEvolution, title: str) -> dict[str, bytes]:
     """``weights.pt`` (the network's state_dict with the current weights, tensors only) and ``model.py`` (its
     standalone source, taking the dataset's raw images), as for a trained architecture."""
     from evaluators.catalog import RAW_IMAGES
-    from evaluators.export import standalone_source
+    from evaluators.model_source import standalone_source
 
     network, dataset = evolution.run.network, evolution.run.dataset
     normalization = evolution.data.normalization

@@ -1,7 +1,7 @@
 """What a stage costs: the interface the scheduler asks, a modelled device, and deterministic random costs.
 
 The seed's assumption holds throughout: a stage's cost does not depend on the stage before it, so a schedule's
-cost is the sum of its stages'. Measured costs live in ``evaluators.schedule.profile`` (torch); here only
+cost is the sum of its stages'. Measured costs live in ``evaluators.inference.profile`` (torch); here only
 what needs no device.
 """
 from __future__ import annotations

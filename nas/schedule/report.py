@@ -1,4 +1,4 @@
-"""A schedule report (``evaluators.schedule.network.schedule_network``'s JSON) in words, for terminals and pages."""
+"""A schedule report (``evaluators.inference.network.schedule_network``'s JSON) in words, for terminals and pages."""
 from __future__ import annotations
 
 from typing import Any

@@ -75,15 +75,15 @@ def test_download_views(owner_client, search):
 def test_downloads_zip_the_kept_files_as_stored_and_export_nothing(search, monkeypatch):
     """The web process never exports: the kept files are zipped byte for byte as the worker wrote them, and no
     exporter runs (an ONNX export would need torch in the web process)."""
-    import evaluators.export
+    import evaluators.model_files
 
     from webapp.searches.models import Individual, Weights
 
     def refuse(*args, **kwargs):
         raise AssertionError("a download ran an exporter")
 
-    monkeypatch.setattr(evaluators.export, "export_files", refuse)
-    monkeypatch.setattr(evaluators.export, "export_onnx", refuse)
+    monkeypatch.setattr(evaluators.model_files, "export_files", refuse)
+    monkeypatch.setattr(evaluators.model_files, "export_onnx", refuse)
     best = Individual.objects.get(search=search, number=9)
     Weights.objects.create(individual=best, data=b"weights-bytes", nbytes=13, sha256="0" * 64,
                            source="# the worker's model.py\n", onnx=b"onnx-bytes")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from webapp.dashboard.forms import DEFAULTS, SearchForm
+from webapp.dashboard.architecture_form import DEFAULTS, SearchForm
 from webapp.searches.config import check_config
 from webapp.searches.models import Search
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from webapp.dashboard.forms import DEFAULTS, SearchForm
+from webapp.dashboard.architecture_form import DEFAULTS, SearchForm
 from webapp.searches.config import check_config
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from webapp.dashboard.schedules import schedule_view
+from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.models import Individual
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_the_best_zip_holds_schedule_json_where_latency_was_measured(search):
 
 
 def test_the_form_turns_latency_on_with_a_batch_size_and_names_a_bad_one():
-    from webapp.dashboard.forms import DEFAULTS, SearchForm
+    from webapp.dashboard.architecture_form import DEFAULTS, SearchForm
 
     form = SearchForm(data={**DEFAULTS, "strategy": "nsga2", "objectives": "accuracy:max, latency:min",
                             "latency_batch": "4"})

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from tests.dashboard.conftest import CONFIG
-from webapp.dashboard.forms import DEFAULTS
+from webapp.dashboard.architecture_form import DEFAULTS
 from webapp.services import lifecycle
 from webapp.searches.models import Search
 

@@ -56,7 +56,7 @@ def test_the_form_can_describe_every_pruner():
 
 
 def test_search_create_set_takes_a_pruner_whole_or_field_by_field():
-    from webapp.searches.management.commands.search import apply_overrides, parse_overrides
+    from webapp.stack.management.commands.search import apply_overrides, parse_overrides
 
     whole = apply_overrides({}, parse_overrides(['pruner={"name": "curve", "k": 4}', "evaluation.report_every=20"]))
     by_field = apply_overrides({}, parse_overrides(["pruner.name=curve", "pruner.k=4", "evaluation.report_every=20"]))

@@ -17,7 +17,7 @@ from webapp.messaging import messages, transport
 from webapp.searches.models import Individual, Search
 from webapp.services import lifecycle
 from webapp.worker import runner
-from webapp.worker.progress import reporter
+from webapp.worker.reporter import reporter
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ CONFIG = {
 def test_a_regularized_search_trains_30_networks_on_two_cpu_workers(stack):
     from evaluators.blocks import Net
     from evaluators.builders import architecture, as_space
-    from evaluators.export import load_weights
+    from evaluators.model_files import load_weights
 
     stack.evaluator("alpha", OMP_NUM_THREADS="1")
     stack.evaluator("beta", OMP_NUM_THREADS="1")

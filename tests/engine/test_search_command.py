@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from tests.conftest import manage
 from tests.engine.conftest import assert_each_recorded_once, owner, simulated_config
 from webapp.searches.models import Search
-from webapp.services.progress import bar, progress_line
+from webapp.services.progress_line import bar, progress_line
 
 
 def test_progress_line_shows_bar_best_nodes_and_speedup():

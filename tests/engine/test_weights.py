@@ -28,7 +28,7 @@ def trained_bytes(search, individual, scale: float) -> bytes:
 
     from evaluators.blocks import Net
     from evaluators.builders import architecture, as_space
-    from evaluators.export import save_weights
+    from evaluators.model_files import save_weights
 
     model = Net(architecture(individual.genome, as_space(search.config["space"]), search.config["dataset"]))
     with torch.no_grad():
@@ -41,7 +41,7 @@ def trained_bytes(search, individual, scale: float) -> bytes:
 
 def arrive(search, individual, fitness: float, commit: bool = True) -> int:
     """A worker's result with its files, as the loop records it: put, record, keep, then drop after commit."""
-    from evaluators.export import kept_files
+    from evaluators.model_files import kept_files
 
     files, problem = kept_files(individual.genome, search.config["space"], search.config["dataset"],
                                 trained_bytes(search, individual, fitness), None)
@@ -102,7 +102,7 @@ def test_no_weights_are_read_when_none_are_kept(search_of_four):
 
 
 def test_the_best_zip_carries_the_kept_weights(search_of_four, settings, tmp_path):
-    from evaluators.export import load_weights
+    from evaluators.model_files import load_weights
 
     settings.STATE_DIR = tmp_path
     search, (a, b, c, d) = search_of_four

@@ -7,7 +7,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from evaluators.builders import architecture, build_model, describe
+from evaluators.builders import architecture, describe
+from evaluators.networks import build_model
 from evaluators.catalog import DATASETS
 from nas.spaces import GenomeError, space_from_config
 from nas.spaces.pelee import PELEENET

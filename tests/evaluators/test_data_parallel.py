@@ -112,7 +112,7 @@ def _score(weights: io.BytesIO) -> float:
     from evaluators.blocks import Net
     from evaluators.builders import architecture, as_space
     from evaluators.datasets import load_dataset
-    from evaluators.export import load_weights
+    from evaluators.model_files import load_weights
     from evaluators.training import validate
     from evaluators.budget import TrainingBudget
 

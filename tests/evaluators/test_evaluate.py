@@ -157,7 +157,7 @@ def test_trained_weights_go_to_weights_to_and_load_into_the_architecture():
 
     from evaluators.blocks import Net
     from evaluators.builders import architecture, as_space
-    from evaluators.export import load_weights
+    from evaluators.model_files import load_weights
 
     out = io.BytesIO()
     result = evaluate(GENOME, SPACE, {**TRAINING, "epochs": 1}, "digits", "cpu", weights_to=out)

@@ -10,9 +10,10 @@ import onnxruntime
 import pytest
 import torch
 
-from evaluators.builders import build_model
+from evaluators.networks import build_model
 from evaluators.evaluate import evaluate
-from evaluators.export import describe, export_files, load_weights, standalone_source
+from evaluators.model_files import export_files, load_weights
+from evaluators.model_source import describe, standalone_source
 
 from .conftest import TINY
 

@@ -20,7 +20,7 @@ for info in pkgutil.iter_modules(evaluators.__path__, "evaluators."):
     importlib.import_module(info.name)
 print(json.dumps({{"light": light_roots, "all": sorted({{m.split(".")[0] for m in sys.modules}})}}))
 """
-LIGHT = ["evaluators.budget", "evaluators.catalog", "evaluators.weights_network", "evaluators.builders", "evaluators.summary", "evaluators.export"]
+LIGHT = ["evaluators.budget", "evaluators.catalog", "evaluators.weights_network", "evaluators.builders", "evaluators.summary", "evaluators.model_source", "evaluators.model_files"]
 
 
 def test_imports():
@@ -28,7 +28,7 @@ def test_imports():
                          text=True, check=True, timeout=120).stdout
     report = json.loads(out.strip().splitlines()[-1])
     assert "torch" not in report["light"] and "django" not in report["light"]
-    code = "from evaluators.export import describe, standalone_source; import sys; " \
+    code = "from evaluators.model_source import describe, standalone_source; import sys; " \
            "standalone_source({'layers': [{'kernel': 3, 'filters': 16}]}, {'name': 'chain'}, 'digits'); " \
            "print('torch' in sys.modules)"
     used = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)

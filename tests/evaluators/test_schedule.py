@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from evaluators.builders import build_model
-from evaluators.schedule.executor import ScheduledNet
-from evaluators.schedule.network import schedule_network
-from evaluators.schedule.profile import ProfileCache
-from evaluators.schedule.program import network_program, operator_graph, trace
+from evaluators.networks import build_model
+from evaluators.inference.executor import ScheduledNet
+from evaluators.inference.network import schedule_network
+from evaluators.inference.profile import ProfileCache
+from evaluators.inference.program import network_program, operator_graph, trace
 from nas.schedule import MERGED, RandomCost, greedy_schedule, optimal_schedule, sequential_schedule
 from nas.spaces.cell import CellSpace
 
@@ -128,7 +128,7 @@ def test_evaluate_measures_the_latency_objective_when_asked():
 def test_the_exported_model_py_runs_its_schedule_json_with_the_same_outputs():
     import ast
 
-    from evaluators.export import standalone_source
+    from evaluators.model_source import standalone_source
 
     genome = {"edges": {"1<-0": "conv_3x3", "2<-0": "conv_3x3", "2<-1": "avg_pool_3x3", "3<-0": "none",
                         "3<-1": "skip_connect", "3<-2": "conv_1x1"}}
@@ -153,7 +153,7 @@ def test_the_exported_model_py_runs_its_schedule_json_with_the_same_outputs():
 
 @pytest.mark.parametrize("name", ["pelee", "chain"])
 def test_the_other_spaces_branches_are_operators_and_the_executor_equals_them(name):
-    from evaluators.export import standalone_source
+    from evaluators.model_source import standalone_source
 
     genome, space = TINY[name]
     torch.manual_seed(0)

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from tests.conftest import manage, manage_env
-from webapp.stack.gangs import resolve_gang
+from webapp.stack.gang_options import resolve_gang
 
 
 def test_cpu_ranks_may_repeat_and_auto_allows_every_equal_split():

@@ -25,7 +25,7 @@ from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from webapp.control import faults, kept, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
-from webapp.messaging import gangs, messages, signing, transport
+from webapp.messaging import allocation_state, messages, signing, transport
 from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
 
@@ -277,13 +277,13 @@ class SearchLoop(LoopShell):
 
     def _publish_pending(self, room: int, asked: int) -> None:
         """For gang workers' allocators: candidates sent and not started, and how many more before the
-        strategy's next barrier (it gave fewer than asked) or its planned end (``webapp.messaging.gangs``)."""
+        strategy's next barrier (it gave fewer than asked) or its planned end (``webapp.messaging.allocation_state``)."""
         planned = self.strategy.planned()
         created = Individual.objects.filter(search_id=self.search_id).count()
         more = 0 if asked < room else (None if planned is None else max(0, planned - created - asked))
         waiting = self._in_flight().filter(status=Individual.Status.QUEUED).count() + asked
         if (waiting, more) != getattr(self, "_pending_seen", None):
-            gangs.publish_pending(self.search_id, waiting, more)
+            allocation_state.publish_pending(self.search_id, waiting, more)
             self._pending_seen = (waiting, more)
 
     def _send_unsent(self) -> None:

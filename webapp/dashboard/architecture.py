@@ -1,5 +1,5 @@
 """A readable diagram of an architecture: the blocks from input to output, as data a template draws as boxes.
-``evaluators.export.describe`` (no torch) gives every layer with its output shape, parameters and MACs; without
+``evaluators.model_source.describe`` (no torch) gives every layer with its output shape, parameters and MACs; without
 it, the blocks are read from the genome."""
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def _shape(shape: list[int]) -> str:
 
 
 def described(space: dict[str, Any], genome: dict[str, Any], dataset: str) -> list[dict[str, str]] | None:
-    """The blocks from ``evaluators.export.describe``; ``None`` when it is not installed or cannot describe it."""
+    """The blocks from ``evaluators.model_source.describe``; ``None`` when it is not installed or cannot describe it."""
     try:
-        from evaluators.export import describe
+        from evaluators.model_source import describe
     except ImportError:
         return None
     try:

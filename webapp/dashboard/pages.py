@@ -10,15 +10,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.dashboard import architecture, csp, display, drafts
+from webapp.dashboard import architecture, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.curve_chart import individual_curve
-from webapp.dashboard.forms import SearchForm
-from webapp.dashboard.schedules import schedule_view
+from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.models import Search
 from webapp.searches.pruning_stats import describe as describe_pruning
-from webapp.services import estimates, exports, lifecycle, nodes, queries
+from webapp.services import exports, lifecycle, nodes, queries
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -62,18 +61,6 @@ def search_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def search_create(request: HttpRequest) -> HttpResponse:
-    form = SearchForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        answer = drafts.create_draft(request, form)
-        if answer is not None:
-            return answer
-    return render(request, "dashboard/search_form.html", {"form": form, "measured": estimates.measured()},
-                  status=400 if form.errors else 200)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
 def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
     """A draft (a clone too) opens in the form, prefilled with its configuration, until it is launched."""
     search = owned_search(request, search_id)
@@ -81,19 +68,6 @@ def search_edit(request: HttpRequest, search_id: int) -> HttpResponse:
         messages.info(request, f"#{search.pk} was launched: clone it to try a change.")
         return redirect("search-detail", search_id=search.pk)
     return kind_of(search.config).part("form")(request, search)  # each kind has its form
-
-
-def architecture_form(request: HttpRequest, search: Search) -> HttpResponse:
-    """An architecture search's draft in its form (the kind ``architecture``)."""
-    form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
-                      base=search.config)
-    if request.method == "POST" and form.is_valid():
-        answer = drafts.save_draft(request, search, form, saved_to="search-edit")
-        if answer is not None:
-            return answer
-    return render(request, "dashboard/search_form.html",
-                  {"form": form, "search": search, "measured": estimates.measured()},
-                  status=400 if form.errors else 200)
 
 
 @login_required

@@ -1,12 +1,12 @@
 from django.urls import path
 
-from webapp.dashboard import api, assets, downloads, pages, weights_form, weights_pages
+from webapp.dashboard import api, architecture_form, assets, downloads, pages, weights_form, weights_pages
 
 urlpatterns = [
     path("", pages.home, name="home"),
     path("assets/plotly.min.js", assets.plotly_js, name="plotly-js"),
     path("searches/", pages.search_list, name="search-list"),
-    path("searches/new/", pages.search_create, name="search-create"),
+    path("searches/new/", architecture_form.create, name="search-create"),
     path("searches/new/weights/", weights_form.create, name="weights-create"),
     path("searches/<int:search_id>/", pages.search_detail, name="search-detail"),
     path("searches/<int:search_id>/edit/", pages.search_edit, name="search-edit"),

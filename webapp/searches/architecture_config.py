@@ -30,7 +30,7 @@ from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import fields as _fields
 from webapp.searches.checks import number as _number
 from webapp.searches.checks import section as _section
-from webapp.searches.gangs import check_gang_fields
+from webapp.searches.gang_config import check_gang_fields
 from webapp.searches.kinds import SearchKind
 
 DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
@@ -122,7 +122,7 @@ def _check_objectives_measured(strategy: dict[str, Any], evaluation: dict[str, A
 
 
 def _gangs(data: dict[str, Any], simulated: bool) -> dict[str, Any]:
-    """``evaluation.devices`` and the simulated ``evaluation.efficiency`` (``webapp.searches.gangs``)."""
+    """``evaluation.devices`` and the simulated ``evaluation.efficiency`` (``webapp.searches.gang_config``)."""
     try:
         return check_gang_fields(data, simulated)
     except ValueError as error:
@@ -198,6 +198,6 @@ KIND = SearchKind(
     name="architecture", label="search", check=check_architecture_config, planned=planned_evaluations,
     architectures=True, create="search-create",
     loop="webapp.control.loop.SearchLoop",
-    page="webapp.dashboard.pages.architecture_page", form="webapp.dashboard.pages.architecture_form",
+    page="webapp.dashboard.pages.architecture_page", form="webapp.dashboard.architecture_form.edit",
     log="webapp.dashboard.downloads.architecture_log",
 )

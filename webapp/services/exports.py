@@ -6,7 +6,7 @@
 - :func:`events_jsonl`: the search's event log, one JSON object per line.
 - :func:`best_zip`: the best k architectures, each as genome JSON, standalone PyTorch source, trained weights
   where kept (``evaluation.keep_weights``, see ``webapp.control.kept``) and ONNX (with those weights); all
-  but the genome from ``evaluators.export`` when it is installed.
+  but the genome from ``evaluators.model_source`` when it is installed.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import zipfile
 from typing import Any, BinaryIO, TextIO
 
 from evaluators.catalog import VALIDATION_FRACTION
-from evaluators.export import standalone_source
+from evaluators.model_source import standalone_source
 from nas.spaces import space_from_config
 from webapp.searches.models import Event, Individual, Search, Weights
 from webapp.searches.ranking import best_individuals

@@ -46,7 +46,7 @@ def evaluate_and_keep(evaluate: Callable[..., EvaluationResult], individual: dic
                       device, weights_to=weights, **({"latency": latency} if latency else {}), **options)
     if weights is None or not weights.tell() or not admitted(individual["search"], result):
         return result
-    from evaluators.export import kept_files
+    from evaluators.model_files import kept_files
 
     mark = time.perf_counter()
     files, problem = kept_files(individual["genome"], individual["space"], individual["dataset"],

@@ -20,8 +20,8 @@ from django.conf import settings
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, signing, transport
-from webapp.worker import artifacts, devices, slots
-from webapp.worker.progress import reporter
+from webapp.worker import artifacts, device_claims, slots
+from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
         return artifacts.evaluate_and_keep(_trained, individual, held, report=report,
                                            report_every=evaluation.get("report_every"))
 
-    return devices.run_on_devices(individual, run)
+    return device_claims.run_on_devices(individual, run)
 
 
 def _trained(genome: Any, space: Any, training: Any, dataset: str, held: list[str], **options: Any) -> EvaluationResult:

@@ -16,7 +16,7 @@ from webapp.celery import app
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
-from webapp.stack.gangs import remove_ledger, resolve_gang
+from webapp.stack.gang_options import remove_ledger, resolve_gang
 from webapp.stack.redis_server import ping_error, redact
 
 

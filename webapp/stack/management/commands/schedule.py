@@ -94,7 +94,7 @@ class Command(BaseCommand):
         from evaluators import measure
         from evaluators.blocks import Net
         from evaluators.catalog import dataset_shape
-        from evaluators.schedule.network import schedule_network
+        from evaluators.inference.network import schedule_network
 
         try:
             device = measure.resolve_device(options["device"])

@@ -1,9 +1,9 @@
 """Running a ``Net`` stage by stage from a ``schedule.json``: the operators of a network and their inputs, and
 :func:`run_schedule`.
 
-This module imports nothing but torch: ``evaluators.export`` copies it, verbatim, into the standalone
+This module imports nothing but torch: ``evaluators.model_files`` copies it, verbatim, into the standalone
 ``model.py`` (after ``evaluators/blocks.py``), so an exported network runs with its schedule without this project.
-``evaluators.schedule.program`` builds the scheduler's graph from the same :func:`network_operators`, so the
+``evaluators.inference.program`` builds the scheduler's graph from the same :func:`network_operators`, so the
 operator names of a schedule and of the network always agree: ``L<layer>.<block>`` for a layer run whole, and
 ``L<layer>.e<source><target>`` for an edge of a cell (``skip_connect`` and ``none`` edges are not operators: they
 only add to, or leave out of, a node's sum), ``L<layer>.branch1``, ``.branch2``, ``.cat`` for a PeleeNet dense

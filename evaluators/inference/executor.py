@@ -21,7 +21,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from nas.schedule import MERGED, Schedule
-from evaluators.schedule.program import INPUT, Program, ProgramOp
+from evaluators.inference.program import INPUT, Program, ProgramOp
 
 
 class MergedConvs(nn.Module):
@@ -120,7 +120,7 @@ class ScheduledNet(nn.Module):
 
     Args:
         model: an ``evaluators.blocks.Net``, put in eval mode (merged weights are read once, here).
-        program: its program (``evaluators.schedule.program.network_program``).
+        program: its program (``evaluators.inference.program.network_program``).
         schedule: a schedule of the program's operator graph.
     """
 

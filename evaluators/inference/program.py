@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from evaluators import summary
-from evaluators.schedule.standalone import network_operators
+from evaluators.inference.standalone import network_operators
 from nas.schedule import Op, OpGraph
 
 #: The value name of the network's input.
@@ -76,7 +76,7 @@ class Program:
 
 def network_program(model: nn.Module) -> Program:
     """The program of an ``evaluators.blocks.Net`` (any space), from
-    :func:`evaluators.schedule.standalone.network_operators` (the exported ``model.py`` reads the same names)."""
+    :func:`evaluators.inference.standalone.network_operators` (the exported ``model.py`` reads the same names)."""
     operators, output, like = network_operators(model)
     ops = [ProgramOp(op["name"], op["module"], Expression(tuple(op["terms"]), op["like"], op["join"]), op["kind"],
                      _args_text(op["args"]), merge_group=f"{op['kind']}@{op['node']}" if op["node"] else "")

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from evaluators.schedule.executor import ScheduledNet
-from evaluators.schedule.profile import MeasuredCost, ProfileCache, median_ms, shared_cache
-from evaluators.schedule.program import Program, network_program, operator_graph, trace
+from evaluators.inference.executor import ScheduledNet
+from evaluators.inference.profile import MeasuredCost, ProfileCache, median_ms, shared_cache
+from evaluators.inference.program import Program, network_program, operator_graph, trace
 from nas.schedule import (
     Schedule,
     SearchStats,

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from evaluators.schedule.executor import StageRunner
-from evaluators.schedule.program import Expression, Program
+from evaluators.inference.executor import StageRunner
+from evaluators.inference.program import Expression, Program
 from nas.schedule import CONCURRENT, MERGED, CostModel, OpGraph
 from nas.schedule.cost import mergeable
 

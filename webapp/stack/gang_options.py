@@ -9,7 +9,7 @@ import shutil
 from nas.allocation.efficiency import gang_sizes
 from webapp.stack.devices import device_error
 from webapp.stack.evalnode import DEVICE
-from webapp.worker.devices import ledger_folder
+from webapp.worker.device_claims import ledger_folder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +31,7 @@ class GangDevices:
         return "gloo" if self.devices[0] == "cpu" else "nccl"
 
     def environment(self) -> dict[str, str]:
-        """What its evaluation processes read (``webapp.worker.devices``)."""
+        """What its evaluation processes read (``webapp.worker.device_claims``)."""
         return {"NAS_GANG_DEVICES": ",".join(self.devices), "NAS_GANG_SIZES": ",".join(map(str, self.sizes))}
 
 
@@ -58,5 +58,5 @@ def resolve_gang(device_spec: str, gang: str) -> GangDevices:
 
 
 def remove_ledger(node: str, owner: int) -> None:
-    """Remove the device claims folder of the gang worker ``owner`` (``webapp.worker.devices.ledger``) as it exits."""
+    """Remove the device claims folder of the gang worker ``owner`` (``webapp.worker.device_claims.ledger``) as it exits."""
     shutil.rmtree(ledger_folder(node, owner), ignore_errors=True)

@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
 
 from evaluators import budget
 from evaluators.catalog import DATASETS
@@ -20,7 +24,10 @@ from nas.strategies import STRATEGIES
 from nas.strategies.archive import MAX_SEED
 from webapp.searches.architecture_config import LATENCY_FIELDS, SIMULATED_FIELDS, TRAINED_FIELDS
 from webapp.searches.checks import POOL, POOL_RULE
+from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
+from webapp.searches.models import Search
+from webapp.services import estimates
 
 #: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
 DEFAULTS: dict[str, Any] = {
@@ -250,3 +257,29 @@ def field_for(dotted: str, fields) -> str | None:
         return last
     head = dotted.split(".", 1)[0]
     return head if head in fields else None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def create(request: HttpRequest) -> HttpResponse:
+    form = SearchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        answer = drafts.create_draft(request, form)
+        if answer is not None:
+            return answer
+    return render(request, "dashboard/search_form.html", {"form": form, "measured": estimates.measured()},
+                  status=400 if form.errors else 200)
+
+
+def edit(request: HttpRequest, search: Search) -> HttpResponse:
+    """An architecture search's draft in the form, prefilled; saved (and launched) when valid, unchanged when
+    not. ``pages.search_edit`` has checked that the search is the user's and still a draft."""
+    form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
+                      base=search.config)
+    if request.method == "POST" and form.is_valid():
+        answer = drafts.save_draft(request, search, form, saved_to="search-edit")
+        if answer is not None:
+            return answer
+    return render(request, "dashboard/search_form.html",
+                  {"form": form, "search": search, "measured": estimates.measured()},
+                  status=400 if form.errors else 200)

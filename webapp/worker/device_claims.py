@@ -22,7 +22,7 @@ from typing import Any
 
 from evaluators.result import EvaluationResult
 from nas.allocation import Allocation, Allocator, HostState
-from webapp.messaging import gangs, transport
+from webapp.messaging import allocation_state, transport
 from webapp.worker import slots
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
         return Allocation(host, gang, f"fixed: evaluation.devices is {wanted}{note}", "fixed")
     free = len(book.free())
     state = HostState(host, sizes, len(book.devices), free)
-    return Allocator(gangs.load_model(individual["search"])).choose([state], gangs.read_pending(individual["search"]))
+    return Allocator(allocation_state.load_model(individual["search"])).choose([state], allocation_state.read_pending(individual["search"]))
 
 
 def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult]) -> EvaluationResult:
@@ -130,6 +130,6 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], Eval
     finally:
         book.release(held)
     if result.ok:
-        gangs.record_duration(search_id, host, gang, time.perf_counter() - started)
+        allocation_state.record_duration(search_id, host, gang, time.perf_counter() - started)
     return result.with_fields(metrics={**result.metrics, "devices": devices, "gang": str(gang),
                                        "allocation": choice.reason[:300]})

@@ -35,7 +35,7 @@ from webapp.services import lifecycle
 from webapp.searches.config import ConfigError
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.searches.models import Search
-from webapp.services.progress import progress_line
+from webapp.services.progress_line import progress_line
 
 ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
 
