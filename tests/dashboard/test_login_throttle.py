@@ -1,14 +1,17 @@
-"""Sign-in throttling against the real Redis: failed sign-ins lock the account (per account) and the address
-(per address), the right password included, with a 429 that says when to retry; a success resets its account's
-count; the counts are shared by every web process; an unreachable cache lets sign-ins through."""
+"""Sign-in throttling (django-axes with webapp.dashboard.lockout) against the real Redis: failed sign-ins lock
+the account (per account) and the address (per address), the right password included, with a 429 that says
+when to retry; a success resets its account's count; the counts are shared by every web process; an unreachable
+cache lets sign-ins through."""
 from __future__ import annotations
 
 import itertools
 import subprocess
+from datetime import timedelta
 
 import pytest
 import redis
-from django.test import Client
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient, Client
 from django.urls import reverse
 
 from tests.conftest import manage, manage_env
@@ -62,6 +65,19 @@ def test_twenty_wrong_passwords_lock_the_account_and_the_right_one_is_refused(cl
     text = refused.content.decode()
     assert "Too many failed sign-ins" in text and "try again in" in text
     assert 0 < int(refused["Retry-After"]) <= settings.NAS_LOGIN_LOCKOUT
+    assert 'name="password"' in text  # the sign-in page itself, to try again from
+
+
+@pytest.mark.django_db
+def test_the_lockout_page_under_asgi(ada, login_cache, settings):
+    """The web server runs Django's asynchronous handler, where axes's middleware takes another path."""
+    settings.NAS_LOGIN_FAILURES = 2
+    client = AsyncClient()  # always from 127.0.0.1: the account's limit is the one reached
+    post = async_to_sync(client.post)
+    assert post(reverse("login"), {"username": "ada", "password": "wrong"}).status_code == 200
+    refused = post(reverse("login"), {"username": "ada", "password": "wrong"})
+    assert refused.status_code == 429 and "try again in" in refused.content.decode()
+    assert 0 < int(refused["Retry-After"]) <= settings.NAS_LOGIN_LOCKOUT
 
 
 @pytest.mark.django_db
@@ -87,13 +103,27 @@ def test_a_successful_sign_in_resets_the_account_count(client, ada, login_cache,
 
 
 @pytest.mark.django_db
+def test_a_successful_sign_in_leaves_the_address_count(client, ada, login_cache, settings):
+    """One's own account cannot be used to reset the count of guesses at others."""
+    settings.NAS_LOGIN_ADDRESS_FAILURES = 6
+    remote = address()
+    for i in range(5):
+        sign_in(client, f"guess-{i}", "nope", remote)
+    assert sign_in(client, "ada", "right-password-1", remote).status_code == 302
+    client.logout()
+    assert sign_in(client, "guess-5", "nope", remote).status_code == 429  # the sixth from this address
+
+
+@pytest.mark.django_db
 def test_the_lock_expires(client, ada, login_cache, settings):
-    settings.NAS_LOGIN_FAILURES, settings.NAS_LOGIN_LOCKOUT = 2, 1
+    settings.NAS_LOGIN_FAILURES, settings.AXES_COOLOFF_TIME = 2, timedelta(seconds=1)
     remote = address()
     sign_in(client, "ada", "wrong", remote)
-    assert sign_in(client, "ada", "wrong", remote).status_code == 429
+    refused = sign_in(client, "ada", "wrong", remote)
+    assert refused.status_code == 429 and refused["Retry-After"] == "1"
+    # Each refused attempt starts the cool-off again: tries must be further apart than it.
     wait_until(lambda: sign_in(client, "ada", "right-password-1", remote).status_code == 302, timeout=60,
-               message="a sign-in after the lock expired")
+               interval=1.5, message="a sign-in after the lock expired")
 
 
 @pytest.mark.django_db
@@ -103,8 +133,9 @@ def test_the_admin_sign_in_is_throttled_too(client, django_user_model, login_cac
     remote = address()
     for _ in range(3):
         client.post("/admin/login/", {"username": "root", "password": "wrong"}, REMOTE_ADDR=remote)
-    client.post("/admin/login/", {"username": "root", "password": "right-password-1"}, REMOTE_ADDR=remote)
-    assert not signed_in(client)
+    right = {"username": "root", "password": "right-password-1"}
+    refused = client.post("/admin/login/", right, REMOTE_ADDR=remote)
+    assert refused.status_code == 429 and "Retry-After" in refused and not signed_in(client)
 
 
 @pytest.mark.integration
@@ -117,7 +148,9 @@ def test_failures_in_another_web_process_count(client, ada, login_cache, setting
     for i in range(3):
         assert sign_in(client, "ada", f"wrong-{i}", remote).status_code == 200
     script = ("from django.contrib.auth import authenticate\n"
-              "print([authenticate(username='ada', password='wrong') for _ in range(2)])")
+              "from django.test import RequestFactory\n"
+              f"request = lambda: RequestFactory().post('/accounts/login/', REMOTE_ADDR={address()!r})\n"
+              "print([authenticate(request(), username='ada', password='wrong') for _ in range(2)])")
     env = manage_env(redis_url, settings.STATE_DIR, NAS_USE_TEST_DB="1", NAS_LOGIN_FAILURES="5")
     other = subprocess.run(manage("shell", "-c", script), env=env, capture_output=True, text=True, timeout=120)
     assert other.returncode == 0 and "[None, None]" in other.stdout, other.stdout + other.stderr

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
     "webapp.stack",
     "webapp.searches",
     "webapp.dashboard",
@@ -54,6 +56,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as axes asks: turns a refused sign-in into the lockout page (webapp.dashboard.lockout).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -102,12 +106,36 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Failed sign-ins are counted per account and per address in Redis (the "login" cache below, shared by every
-# web process): past the limit, sign-ins are locked for NAS_LOGIN_LOCKOUT seconds (webapp.dashboard.throttle).
-AUTHENTICATION_BACKENDS = ["webapp.dashboard.throttle.ThrottledModelBackend"]
+# Sign-in throttling by django-axes: failed sign-ins are counted per account and per address in Redis (the
+# "login" cache below, shared by every web process); past either limit, sign-ins are locked until
+# NAS_LOGIN_LOCKOUT seconds pass without an attempt. What axes leaves to us is in webapp.dashboard.lockout.
+# axes's backend first: it refuses a locked sign-in before ModelBackend checks the password, in every login
+# view (the admin's too).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 NAS_LOGIN_FAILURES = env_int("NAS_LOGIN_FAILURES", 5)
 NAS_LOGIN_ADDRESS_FAILURES = env_int("NAS_LOGIN_ADDRESS_FAILURES", 20)
 NAS_LOGIN_LOCKOUT = env_int("NAS_LOGIN_LOCKOUT", 900)
+# The counts live in Redis, not in the database (axes's tables stay empty, so neither are they in the admin).
+AXES_HANDLER = "webapp.dashboard.lockout.LoginCacheHandler"
+AXES_CACHE = "login"
+AXES_ENABLE_ADMIN = False
+# Two separate counts, not one per pair: either reaching its limit locks (the limits: lockout.failure_limits).
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# axes's own check compares the larger count with one limit; the handler checks each count against its own.
+AXES_LOCK_OUT_AT_FAILURE = False
+AXES_FAILURE_LIMIT = NAS_LOGIN_FAILURES  # only in axes's log lines
+# Each failed or refused sign-in keeps its counts for this long again, so a lock ends this long after the last
+# attempt and Retry-After can say exactly when (lockout.lockout_response relies on it).
+AXES_COOLOFF_TIME = timedelta(seconds=NAS_LOGIN_LOCKOUT)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
+# The success of one's own account resets that account's count only (the handler does it, not axes).
+AXES_RESET_ON_SUCCESS = False
+# The sign-in page with when to try again, 429 and Retry-After (axes's own answer is a bare 429).
+AXES_LOCKOUT_CALLABLE = "webapp.dashboard.lockout.lockout_response"
+# The address is REMOTE_ADDR, which the ASGI server sets (from X-Forwarded-For only with --proxy-headers): a
+# header the client sends is never trusted here. (axes reads REMOTE_ADDR anyway while django-ipware is not
+# installed; this keeps it so if it ever is.)
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
