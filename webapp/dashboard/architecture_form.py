@@ -13,7 +13,6 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from evaluators import budget
@@ -29,6 +28,7 @@ from webapp.searches.config import ConfigError, check_config
 from webapp.searches.models import Search
 from webapp.services import estimates
 
+TEMPLATE = "dashboard/search_form.html"
 #: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
 DEFAULTS: dict[str, Any] = {
     "name": "digits search", "space": "chain", "strategy": "regularized", "population": 8, "sample_size": 3,
@@ -263,12 +263,8 @@ def field_for(dotted: str, fields) -> str | None:
 @require_http_methods(["GET", "POST"])
 def create(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        answer = drafts.create_draft(request, form)
-        if answer is not None:
-            return answer
-    return render(request, "dashboard/search_form.html", {"form": form, "measured": estimates.measured()},
-                  status=400 if form.errors else 200)
+    return drafts.form_page(request, form, TEMPLATE, {"measured": estimates.measured()},
+                            lambda: drafts.create_draft(request, form))
 
 
 def edit(request: HttpRequest, search: Search) -> HttpResponse:
@@ -276,10 +272,5 @@ def edit(request: HttpRequest, search: Search) -> HttpResponse:
     not. ``pages.search_edit`` has checked that the search is the user's and still a draft."""
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
                       base=search.config)
-    if request.method == "POST" and form.is_valid():
-        answer = drafts.save_draft(request, search, form, saved_to="search-edit")
-        if answer is not None:
-            return answer
-    return render(request, "dashboard/search_form.html",
-                  {"form": form, "search": search, "measured": estimates.measured()},
-                  status=400 if form.errors else 200)
+    return drafts.form_page(request, form, TEMPLATE, {"search": search, "measured": estimates.measured()},
+                            lambda: drafts.save_draft(request, search, form, saved_to="search-edit"))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
+from collections.abc import Callable
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 
 from webapp.searches.config import ConfigError
 from webapp.searches.models import Search
@@ -48,3 +51,14 @@ def save_draft(request: HttpRequest, search: Search, form: forms.Form, saved_to:
         return redirect("search-detail", search_id=search.pk)
     messages.success(request, f"Draft #{search.pk} saved.")
     return redirect(saved_to, search_id=search.pk)
+
+
+def form_page(request: HttpRequest, form: forms.Form, template: str, context: dict[str, Any],
+              save: Callable[[], HttpResponse | None]) -> HttpResponse:
+    """A kind's create or edit page: a valid post is saved by ``save`` (its redirect answers); otherwise the
+    form, with its errors (400) or as first shown (200)."""
+    if request.method == "POST" and form.is_valid():
+        answer = save()
+        if answer is not None:
+            return answer
+    return render(request, template, {"form": form, **context}, status=400 if form.errors else 200)

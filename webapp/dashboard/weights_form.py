@@ -8,7 +8,6 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from evaluators.catalog import DATASETS
@@ -19,6 +18,7 @@ from webapp.searches.models import Search
 from webapp.searches.weights_config import FIELDS, FITNESS, NUMBERS, OPTIMIZERS
 
 #: The configuration's field -> the form's field that shows its error.
+TEMPLATE = "dashboard/weights_form.html"
 FIELD_OF = {"network.layers": "layers", "network.search": "source_search", "network.kind": "network",
             "network.genome": "source_search", "dataset": "dataset", "pool": "pool"}
 #: The network choice of a draft whose genome was given whole (``search create --set``): kept as it is.
@@ -118,11 +118,7 @@ class WeightSearchForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def create(request: HttpRequest) -> HttpResponse:
     form = WeightSearchForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        answer = drafts.create_draft(request, form)
-        if answer is not None:
-            return answer
-    return render(request, "dashboard/weights_form.html", {"form": form}, status=400 if form.errors else 200)
+    return drafts.form_page(request, form, TEMPLATE, {}, lambda: drafts.create_draft(request, form))
 
 
 def edit(request: HttpRequest, search: Search) -> HttpResponse:
@@ -130,9 +126,5 @@ def edit(request: HttpRequest, search: Search) -> HttpResponse:
     ``pages.search_edit`` has checked that the search is the user's and still a draft."""
     form = WeightSearchForm(request.POST or None, initial=WeightSearchForm.initial_from(search.name, search.config),
                             base=search.config)
-    if request.method == "POST" and form.is_valid():
-        answer = drafts.save_draft(request, search, form, saved_to="search-detail")
-        if answer is not None:
-            return answer
-    return render(request, "dashboard/weights_form.html", {"form": form, "search": search},
-                  status=400 if form.errors else 200)
+    return drafts.form_page(request, form, TEMPLATE, {"search": search},
+                            lambda: drafts.save_draft(request, search, form, saved_to="search-detail"))
