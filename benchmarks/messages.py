@@ -22,6 +22,7 @@ import argparse
 import json
 import statistics
 import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
