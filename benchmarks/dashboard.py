@@ -52,7 +52,7 @@ def start_web(stack: Stack, server: str = "daphne", workers: int | None = None, 
                 *([] if access_log else ["--no-access-log"])]
     elif server == "uvicorn":
         argv = [sys.executable, "-m", "uvicorn", "webapp.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-                "--workers", str(workers or 1), "--http", "httptools", "--ws", "websockets", "--loop", "uvloop",
+                "--workers", str(workers or 1), "--http", "httptools", "--ws", "websockets-sansio", "--loop", "uvloop",
                 "--lifespan", "off", *([] if access_log else ["--no-access-log"])]
     else:
         argv = [sys.executable, *daphne, *([] if access_log else ["-v", "0"])]
