@@ -17,7 +17,6 @@ allowed. No torch here: the web server and the control loop check configurations
 """
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -26,7 +25,7 @@ from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
 from webapp.searches import pruner_config
-from webapp.searches.checks import POOL, POOL_RULE, ConfigError, check_pool
+from webapp.searches.checks import ConfigError, check_pool
 from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import fields as _fields
 from webapp.searches.checks import number as _number

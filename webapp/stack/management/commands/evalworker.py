@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.celery import app
-from webapp.searches.config import POOL, POOL_RULE
+from webapp.searches.checks import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
 from webapp.stack.gangs import remove_ledger, resolve_gang
