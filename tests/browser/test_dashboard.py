@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in, wait_until
 from webapp.searches.models import Individual, Search
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(1200)]
