@@ -25,7 +25,8 @@ from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
 from webapp.searches import pruner_config
-from webapp.searches.checks import ConfigError, check_pool
+# POOL and POOL_RULE: webapp/dashboard/forms.py imports them from here.
+from webapp.searches.checks import POOL, POOL_RULE, ConfigError, check_pool  # noqa: F401
 from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import fields as _fields
 from webapp.searches.checks import number as _number
