@@ -15,11 +15,15 @@ time). The default search, 3,000 individuals, is about a day of a 20-GPU search 
 size at which a page is opened, not an extreme (``benchmarks/dashboard.py`` times 10,000).
 
 The web server is the one deployed: ``manage.py web`` (``--server web``, the default; ``--web-workers N``
-daphne processes), or one plain daphne process (``--server daphne``, what ``manage.py up`` ran and the code
-before these changes can run). ``--profile`` runs one daphne process under ``benchmarks/sampler.py`` and adds
-where its threads were to the report. Run from the repository root::
+uvicorn processes), one plain daphne process (``--server daphne``) or the plain ``uvicorn --workers`` command
+(``--server uvicorn``). Several are measured in turn on the same search (``--server web daphne``, ``--rounds``:
+the order reversed every other round), with ``--ws-viewers`` websocket viewers following the search's events
+besides the HTTP clients. ``--profile`` runs one daphne process under ``benchmarks/sampler.py`` and adds where
+its threads were to the report. Run from the repository root::
 
     .venv/bin/python benchmarks/dashboard_clients.py                         # 20 clients, 30 s
+    .venv/bin/python benchmarks/dashboard_clients.py --server web uvicorn --web-workers 2 --ws-viewers 1000 \
+        --rounds 2 --slots 1 --duration 4 --output web-servers               # results/web-servers.md
     .venv/bin/python benchmarks/dashboard_clients.py --clients 1 --output dashboard-clients-1
 
 What the profile showed, with one daphne process on 2 cores (sampling; SQL counted with
