@@ -40,7 +40,11 @@ def start_web(env: dict[str, str]) -> tuple[str, ProcessLog]:
     once it answers."""
     port = free_port()
     server = ProcessLog(manage("web", "--workers", "1", "--port", str(port), "--no-access-log"), env)
-    server.wait_for(f"Uvicorn running on http://127.0.0.1:{port}", timeout=120)
+    try:
+        server.wait_for(f"Uvicorn running on http://127.0.0.1:{port}", timeout=120)
+    except BaseException:  # a fixture that fails to start has no teardown: leave no server behind
+        server.stop()
+        raise
     return f"127.0.0.1:{port}", server
 
 

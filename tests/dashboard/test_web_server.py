@@ -57,9 +57,13 @@ def start(redis_url: str, *flags: str, **env: str) -> tuple[str, ProcessLog]:
     environment = manage_env(redis_url, django_settings.STATE_DIR, NAS_USE_TEST_DB="1", **env)
     server = ProcessLog(manage("web", "--workers", str(WORKERS), "--port", str(port), *flags), environment)
     base = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers(f"{base}/accounts/login/") == 200 or server.process.poll() is not None, PATIENCE,
-               message="the web server answers")
-    assert server.process.poll() is None, server.text
+    try:
+        wait_until(lambda: answers(f"{base}/accounts/login/") == 200 or server.process.poll() is not None,
+                   PATIENCE, message="the web server answers")
+        assert server.process.poll() is None, server.text
+    except BaseException:  # a fixture that fails to start has no teardown: leave no server behind
+        server.stop()
+        raise
     return base, server
 
 
