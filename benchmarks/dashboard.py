@@ -37,19 +37,25 @@ PASSWORD = "bench-password-1"
 
 
 def start_web(stack: Stack, server: str = "daphne", workers: int | None = None, profile: Path | None = None,
-              supervisor: Supervisor | None = None) -> tuple[str, int]:
+              supervisor: Supervisor | None = None, access_log: bool = True) -> tuple[str, int]:
     """The web server on a free port; its base URL and pid once it answers. ``server``: one plain ``daphne``
-    process, or ``web`` (``manage.py web``, ``workers`` daphne processes on one socket); ``profile``: one daphne
-    process under ``benchmarks/sampler.py``, which writes its profile there when it stops."""
+    process, ``web`` (``manage.py web``, ``workers`` processes on one port) or ``uvicorn`` (``uvicorn --workers``,
+    its default when None: one process); ``profile``: one daphne process under ``benchmarks/sampler.py``, which
+    writes its profile there when it stops."""
     port = choose_port("127.0.0.1", 8900)
     daphne = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"]
     if profile is not None:
         argv = [sys.executable, str(Path(__file__).with_name("sampler.py")), str(profile), *daphne]
     elif server == "web":
         argv = [sys.executable, str(Path(__file__).resolve().parent.parent / "manage.py"), "web",
-                "--host", "127.0.0.1", "--port", str(port), *(["--workers", str(workers)] if workers else [])]
+                "--host", "127.0.0.1", "--port", str(port), *(["--workers", str(workers)] if workers else []),
+                *([] if access_log else ["--no-access-log"])]
+    elif server == "uvicorn":
+        argv = [sys.executable, "-m", "uvicorn", "webapp.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+                "--workers", str(workers or 1), "--http", "httptools", "--ws", "websockets-sansio", "--loop", "uvloop",
+                "--lifespan", "off", *([] if access_log else ["--no-access-log"])]
     else:
-        argv = [sys.executable, *daphne]
+        argv = [sys.executable, *daphne, *([] if access_log else ["-v", "0"])]
     child = (supervisor or stack.base).start("web", argv, env=stack.env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

@@ -1,7 +1,7 @@
 """One rule for every child process this project starts: it dies with the process that started it.
 
 Linux's ``PR_SET_PDEATHSIG`` makes the kernel send a signal to a child when its parent dies, even by SIGKILL,
-so no evaluation rank, daphne process or worker outlives what supervises it. Standard library only: the
+so no evaluation rank, web process or worker outlives what supervises it. Standard library only: the
 launcher, the web server and the gang's ranks all use it (elsewhere than Linux it does nothing).
 """
 from __future__ import annotations

@@ -16,14 +16,14 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from django.conf import settings  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from webapp.dashboard.origins import SameOriginValidator  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
+from webapp.static_files import StaticFilesHandler  # noqa: E402
 
 if settings.NAS_SERVE_STATIC:
     # One machine, no reverse proxy: the ASGI server serves /static/ itself, straight from the source folders.
-    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+    django_asgi_app = StaticFilesHandler(django_asgi_app)
 
 application = ProtocolTypeRouter(
     {

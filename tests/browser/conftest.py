@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+# The real stack's fixtures, for every browser test (imported here, where pytest finds them, not in each module).
+from tests.browser.live_stack import engine, stack, web  # noqa: F401
+
 CHROMIUM = Path("/usr/bin/chromium")
 # Playwright's sync API runs an event loop in this thread; the live server's ORM calls happen in another.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

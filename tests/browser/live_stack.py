@@ -1,5 +1,5 @@
 """The real stack for the dashboard's browser tests: the engine's fixtures (Redis, control and evaluation
-workers as subprocesses) plus daphne serving ``webapp.asgi`` on the test database, so websockets work."""
+workers as subprocesses) plus the web server (``manage.py web``) on the test database, so websockets work."""
 from __future__ import annotations
 
 import socket
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ProcessLog
+from tests.conftest import ROOT, ProcessLog
 from tests.engine.conftest import engine, stack, wait_until  # noqa: F401 (fixtures re-exported)
 
 __all__ = ["engine", "stack", "wait_until", "web", "sign_in"]
@@ -21,13 +21,12 @@ def free_port() -> int:
 
 @pytest.fixture
 def web(stack, settings, request):
-    """daphne serving ``webapp.asgi`` (HTTP, websockets, static files) on the test database and Redis."""
+    """``manage.py web``, one process (HTTP, websockets, static files), on the test database and Redis."""
     port = free_port()
     env = stack.env()
-    server = ProcessLog([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
-                        env)
+    server = ProcessLog([sys.executable, str(ROOT / "manage.py"), "web", "--workers", "1", "--port", str(port)], env)
     stack.processes.append(server)
-    server.wait_for("Listening on TCP address", timeout=60)
+    server.wait_for(f"Uvicorn running on http://127.0.0.1:{port}", timeout=60)
     yield f"http://127.0.0.1:{port}"
     # Every process's whole output, for a post-mortem (pytest shows only the tail of each).
     logs = settings.STATE_DIR / "browser-logs"

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in, wait_until
 from webapp.searches import broadcast
-from webapp.control import recording
 from benchmarks.bulk import bulk_search
 from webapp.searches.models import Individual
 

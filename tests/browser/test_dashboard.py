@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in, wait_until
 from tests.scoring import score_as_the_readme_says
 from webapp.searches.models import Individual, Search
 

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in, wait_until
 from tests.browser.test_dashboard import SLOW, engine_runs, points, score_as_the_readme_says, status
 from webapp.searches.models import Individual, Search
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from benchmarks.bulk import bulk_search
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in, wait_until
 from webapp.searches import broadcast
 from webapp.searches.models import Individual
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in
 from webapp.searches import broadcast
 from benchmarks.bulk import bulk_search
 from webapp.searches.models import Individual

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in
 from benchmarks.bulk import bulk_search
 from webapp.searches.models import Individual
 

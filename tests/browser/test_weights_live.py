@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tests.browser.live_stack import engine, sign_in, stack, wait_until, web  # noqa: F401 (fixtures)
+from tests.browser.live_stack import sign_in, wait_until
 from webapp.dashboard.consumers import CATCH_UP
 from webapp.searches import broadcast
 from webapp.searches.models import Search, WeightGeneration, WeightState

@@ -7,7 +7,6 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
 from webapp.searches import broadcast
-from webapp.control import recording
 from webapp.searches.models import Individual
 from webapp.settings.env import redis_channel_layer
 

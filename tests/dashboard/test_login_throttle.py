@@ -141,7 +141,7 @@ def test_the_admin_sign_in_is_throttled_too(client, django_user_model, login_cac
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_failures_in_another_web_process_count(client, ada, login_cache, settings, redis_url):
-    """Several web processes share one count: failures made in a separate process (as another daphne of the
+    """Several web processes share one count: failures made in a separate process (as another web process of the
     compose file would) add to those made here."""
     settings.NAS_LOGIN_FAILURES = 5
     remote = address()

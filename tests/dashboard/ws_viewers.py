@@ -14,6 +14,9 @@ its stdin, one JSON object a line; each gets one JSON line back on stdout:
   ``seqs`` -> ``{"missing": [ids that lack some]}``
 - ``{"op": "closed", "ids": [...], "timeout": S}``: until each is closed -> ``{"codes": {id: code or null}}``
 - ``{"op": "close", "ids": [...], "timeout": S}``: each closes (1000), then as ``closed``.
+- ``{"op": "delays", "since": T0, "until": T1}``: how long after it was written (its ``time``) each viewer got
+  each event written between the epoch seconds T0 and T1, in whole milliseconds ->
+  ``{"delays": {ms: count}, "closed": N}`` (N: viewers closed by then; the benchmark's measure of events).
 
 Run as ``python -m tests.dashboard.ws_viewers HOST:PORT SEARCH_ID COOKIE``.
 """
@@ -24,6 +27,7 @@ import itertools
 import json
 import resource
 import sys
+import time
 from collections import Counter
 
 from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
@@ -37,6 +41,8 @@ class Viewer(WebSocketClientProtocol):
         self.opened: asyncio.Future = loop.create_future()
         self.closed: asyncio.Future = loop.create_future()
         self.seqs: set[int] = set()
+        #: (the event's time, seconds from then to its arrival), once per event.
+        self.delays: list[tuple[float, float]] = []
         self.messages = 0
         self.failure = ""
 
@@ -45,7 +51,12 @@ class Viewer(WebSocketClientProtocol):
 
     def onMessage(self, payload: bytes, is_binary: bool) -> None:
         self.messages += 1
-        self.seqs.update(event["seq"] for event in json.loads(payload).get("events", []))
+        now = time.time()
+        for event in json.loads(payload).get("events", []):
+            if event["seq"] not in self.seqs:  # a page applies an event once, caught up or relayed
+                self.seqs.add(event["seq"])
+                if "time" in event:
+                    self.delays.append((event["time"], now - event["time"]))
 
     def onClose(self, was_clean: bool, code, reason) -> None:
         if not self.opened.done():
@@ -113,6 +124,11 @@ class Session:
         await self._until(lambda: all(self.viewers[n].closed.done() for n in ids), timeout)
         return {"codes": {n: self.viewers[n].closed.result() if self.viewers[n].closed.done() else None
                           for n in ids}}
+
+    async def delays(self, since: float, until: float) -> dict:
+        counts = Counter(int(delay * 1000) for viewer in self.viewers.values()
+                         for written, delay in viewer.delays if since <= written <= until)
+        return {"delays": counts, "closed": sum(viewer.closed.done() for viewer in self.viewers.values())}
 
     async def close(self, ids: list[int], timeout: float) -> dict:
         for number in ids:

@@ -1,10 +1,10 @@
 """``manage.py up``: the whole system on one machine, started and stopped as one.
 
 Order: a lock on the state folder, Redis (``REDIS_URL`` or an embedded server on the state folder's own port),
-migrations, the first user, then the ASGI web server, the control worker and one evaluation worker per device,
-each a supervised child. A child that dies (the embedded Redis included) is restarted with back-off and the
-rest go on; only Ctrl-C (or SIGTERM) stops every child and the embedded Redis, leaving nothing running.
-Every child gets the state folder's keys (``NAS_TASK_KEY``, ``SECRET_KEY``) in its environment.
+migrations, the first user, then the web server (``manage.py web``), the control worker and one evaluation
+worker per device, each a supervised child. A child that dies (the embedded Redis included) is restarted with
+back-off and the rest go on; only Ctrl-C (or SIGTERM) stops every child and the embedded Redis, leaving nothing
+running. Every child gets the state folder's keys (``NAS_TASK_KEY``, ``SECRET_KEY``) in its environment.
 """
 from __future__ import annotations
 
@@ -158,11 +158,8 @@ class Launcher:
 
     def _start_children(self, redis_url: str, port: int, devices: list[str]) -> None:
         env = self._child_env(redis_url)
-        if ":" in self.options.host:  # IPv6: one plain daphne process (manage.py web hands over IPv4 only)
-            web = [sys.executable, "-m", "daphne", "-b", self.options.host, "-p", str(port), "webapp.asgi:application"]
-        else:  # several daphne processes on the port, one per core up to 4 (NAS_WEB_WORKERS)
-            web = self._manage("web", "--host", self.options.host, "--port", str(port))
-        self.supervisor.start("web", web, env)
+        # Several uvicorn processes on the port, one per core up to 4 (NAS_WEB_WORKERS; webapp.stack.web_server).
+        self.supervisor.start("web", self._manage("web", "--host", self.options.host, "--port", str(port)), env)
         self.supervisor.start("control", self._manage("controlworker"), env)
         for device in devices:
             name = "eval-" + device.replace(":", "")
