@@ -72,14 +72,14 @@ def web_roots() -> list[str]:
     middleware = [path.rpartition(".")[0] for path in settings.MIDDLEWARE]
     backends = [path.rpartition(".")[0] for path in settings.AUTHENTICATION_BACKENDS]
     apps = [f"{app}.{part}" for app in settings.INSTALLED_APPS for part in ("apps", "models", "admin")]
-    return ["webapp.settings.base", "webapp.settings.production", settings.ROOT_URLCONF,
+    return ["webapp.settings.base", "webapp.settings.production", "webapp.stack.web_server", settings.ROOT_URLCONF,
             settings.ASGI_APPLICATION.rpartition(".")[0], *views, *middleware, *backends, *apps]
 
 
 def test_the_roots_are_real_modules():
     """The walk starts where the web process starts (a renamed module must not empty it silently)."""
     found = reachable(web_roots())
-    assert {"webapp.urls", "webapp.asgi", "webapp.dashboard.pages", "webapp.dashboard.consumers",
+    assert {"webapp.urls", "webapp.asgi", "webapp.stack.web_server", "webapp.dashboard.pages", "webapp.dashboard.consumers",
             "webapp.services.exports", "webapp.searches.config"} <= set(found)
 
 
