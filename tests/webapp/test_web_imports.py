@@ -79,8 +79,8 @@ def web_roots() -> list[str]:
 def test_the_roots_are_real_modules():
     """The walk starts where the web process starts (a renamed module must not empty it silently)."""
     found = reachable(web_roots())
-    assert {"webapp.urls", "webapp.asgi", "webapp.stack.web_server", "webapp.dashboard.pages", "webapp.dashboard.consumers",
-            "webapp.services.exports", "webapp.searches.config"} <= set(found)
+    assert {"webapp.urls", "webapp.asgi", "webapp.stack.web_server", "webapp.dashboard.pages",
+            "webapp.dashboard.consumers", "webapp.services.exports", "webapp.searches.config"} <= set(found)
 
 
 def test_no_module_reachable_from_the_web_process_imports_torch_anywhere():
