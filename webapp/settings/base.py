@@ -136,6 +136,9 @@ AXES_LOCKOUT_CALLABLE = "webapp.dashboard.lockout.lockout_response"
 # header the client sends is never trusted here. (axes reads REMOTE_ADDR anyway while django-ipware is not
 # installed; this keeps it so if it ever is.)
 AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+# No "AXES: BEGIN ..." INFO line at every start: each management command's output stays its own (the one-line
+# errors of evalworker, the quiet search export).
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
