@@ -15,10 +15,11 @@ from nas.strategies.generational import GenerationalGA
 from nas.strategies.nsga2 import NSGA2
 from nas.strategies.random_search import RandomSearch
 from nas.strategies.regularized import RegularizedEvolution
+from nas.strategies.reinforce import Reinforce
 
 #: Every registered strategy, by its ``name``.
 STRATEGIES: dict[str, type[ArchiveStrategy]] = {
-    cls.name: cls for cls in (RandomSearch, GenerationalGA, RegularizedEvolution, NSGA2)
+    cls.name: cls for cls in (RandomSearch, GenerationalGA, RegularizedEvolution, NSGA2, Reinforce)
 }
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Param",
     "RandomSearch",
     "RegularizedEvolution",
+    "Reinforce",
     "Result",
     "Strategy",
     "get_strategy",
