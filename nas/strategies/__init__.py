@@ -16,10 +16,11 @@ from nas.strategies.nsga2 import NSGA2
 from nas.strategies.random_search import RandomSearch
 from nas.strategies.regularized import RegularizedEvolution
 from nas.strategies.reinforce import Reinforce
+from nas.strategies.tpe import TPE
 
 #: Every registered strategy, by its ``name``.
 STRATEGIES: dict[str, type[ArchiveStrategy]] = {
-    cls.name: cls for cls in (RandomSearch, GenerationalGA, RegularizedEvolution, NSGA2, Reinforce)
+    cls.name: cls for cls in (RandomSearch, GenerationalGA, RegularizedEvolution, NSGA2, Reinforce, TPE)
 }
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Reinforce",
     "Result",
     "Strategy",
+    "TPE",
     "get_strategy",
     "strategy_from_state",
 ]

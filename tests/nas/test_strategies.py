@@ -27,6 +27,7 @@ CONFIGS = {
     "regularized": {"population": 6, "sample_size": 3, "max_evaluations": 24},
     "nsga2": {"population": 6, "generations": 5},
     "reinforce": {"max_evaluations": 24},
+    "tpe": {"startup_trials": 4, "max_evaluations": 24},
 }
 
 
@@ -184,7 +185,7 @@ def test_nsga2_reads_fitness_as_an_objective():
 
 
 def test_registry_names_and_defaults_build():
-    assert list(STRATEGIES) == ["random", "generational", "regularized", "nsga2", "reinforce"]
+    assert list(STRATEGIES) == ["random", "generational", "regularized", "nsga2", "reinforce", "tpe"]
     space = get_space("chain")
     for name, cls in STRATEGIES.items():
         description = json.loads(json.dumps(cls.describe_params()))
@@ -224,7 +225,7 @@ def test_bad_parameters_are_named(name, params, words):
 
 
 def test_unknown_names_and_seeds_are_refused():
-    with pytest.raises(ValueError, match="random, generational, regularized, nsga2, reinforce"):
+    with pytest.raises(ValueError, match="random, generational, regularized, nsga2, reinforce, tpe"):
         get_strategy("annealing", get_space("pelee"))
     with pytest.raises(ValueError, match="`seed`"):
         get_strategy("random", get_space("pelee"), -1)
