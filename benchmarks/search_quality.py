@@ -1,6 +1,8 @@
-"""Search quality of every strategy at an equal evaluation budget, on cheap synthetic fitness functions.
+"""Search quality of every strategy at an equal evaluation budget: mean best and its standard error over seeds,
+against random search, on cheap synthetic fitness functions and on real digits training.
 
-Each space gets a fitness in [0, 1] with a known optimum of 1 at a hidden target genome drawn per seed:
+**Landscapes.** Each space gets a fitness in [0, 1] with a known optimum of 1 at a hidden target genome drawn
+per seed (the same target for every strategy):
 
 - pelee: 1 - the mean distance of the 12 genes to the target's, each normalised by its range;
 - chain: the target is a module of ``max_layers`` layers (the space's mutation only appends layers until the
@@ -8,18 +10,29 @@ Each space gets a fitness in [0, 1] with a known optimum of 1 at a hidden target
   scores 1/2 for the kernel and up to 1/2 for the filters (by distance in the choice list); absent layers 0;
 - cell: the fraction of the 6 edges whose op matches the target's.
 
+**Digits.** ``--digits-budget`` chain architectures (at most 3 layers, 2 modules) per run, each really trained on
+digits with PyTorch (CPU, one thread, ``--digits-epochs`` epochs, training seed fixed, so an architecture's
+accuracy is the same whoever asks: each process trains a genome once and remembers it); the fitness is its
+validation accuracy. No hidden optimum here.
+
 Evaluations are asynchronous: ``--workers`` simulated workers, each taking a random duration per candidate,
 ask for work as they free up (so the generational strategies meet their barrier, and results arrive out of
 order). The single-objective strategies maximise the fitness; NSGA-II gets two objectives, the fitness (max)
 and a size proxy (min: pelee's ways x layers x growth, chain's kernel^2 x filters, cell's conv weights), and is
-scored by the best fitness it found. Run from the repository root::
+scored by the best fitness it found. "Beats random" compares mean bests: the difference, its standard error
+(both strategies' standard errors combined), and whether the difference exceeds it. Runs go to ``--jobs``
+processes. Run from the repository root::
 
-    python benchmarks/search_quality.py --seeds 20 --budget 200
+    .venv/bin/python benchmarks/search_quality.py --seeds 20 --budget 150 --digits-seeds 8 --digits-budget 40
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import functools
 import heapq
+import math
+import multiprocessing
 import statistics
 import sys
 import time
@@ -30,7 +43,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nas.spaces import get_space  # noqa: E402
+from benchmarks.report import Report, command_line, table  # noqa: E402
+from nas.spaces import get_space, space_from_config  # noqa: E402
 from nas.spaces.base import Genome, SearchSpace  # noqa: E402
 from nas.spaces.cell import EDGES  # noqa: E402
 from nas.spaces.chain import FILTERS, LAYERS  # noqa: E402
@@ -110,43 +124,93 @@ def simulate(strategy: Strategy, score: Scorer, workers: int, seed: int) -> tupl
     return best, evaluations
 
 
+DIGITS_SPACE = {"name": "chain", "max_layers": 3, "modules": 2}
+_trained: dict[str, tuple[float, float]] = {}  # genome key -> (accuracy, parameters), per process
+
+
+def digits_score(genome: Genome, epochs: int) -> tuple[float, float]:
+    """Validation accuracy (0 for a failure) and parameters of ``genome`` trained on digits, once per process."""
+    space = space_from_config(DIGITS_SPACE)
+    key = space.key(genome)
+    if key not in _trained:
+        import torch
+
+        from evaluators.evaluate import evaluate
+
+        torch.set_num_threads(1)
+        result = evaluate(genome, DIGITS_SPACE, {"epochs": epochs, "batch_size": 64, "learning_rate": 0.002,
+                                                 "seed": 1}, "digits", "cpu")
+        _trained[key] = (result.fitness or 0.0, float(result.metrics.get("params") or 0.0))
+    return _trained[key]
+
+
+def run(task: tuple[str, str, int, int, int, int]) -> tuple[float, int]:
+    """One run: ``(landscape, strategy, seed, budget, workers, digits epochs)`` -> (best, evaluations)."""
+    landscape, name, seed, budget, workers, epochs = task
+    if landscape == "digits":
+        space = space_from_config(DIGITS_SPACE)
+        score: Scorer = functools.partial(digits_score, epochs=epochs)
+    else:
+        space = get_space(landscape)
+        score = SCORERS[landscape](space, np.random.default_rng([seed, 99]))  # the same target for all
+    return simulate(make_strategy(name, space, seed, budget), score, workers, seed)
+
+
+def summarise(landscape: str, runs: dict[str, list[tuple[float, int]]], optimum: float | None) -> list[list[str]]:
+    """A table row per strategy: mean best +- s.e., min, max, optima found, evaluations, against random."""
+    rows = []
+    base = [best for best, _ in runs.get("random", [])]
+    for name, found in runs.items():
+        bests = [best for best, _ in found]
+        mean, se = statistics.mean(bests), statistics.stdev(bests) / math.sqrt(len(bests))
+        versus, beats = "—", "—"
+        if base and name != "random":
+            gap = mean - statistics.mean(base)
+            gap_se = math.hypot(se, statistics.stdev(base) / math.sqrt(len(base)))
+            versus, beats = f"{gap:+.3f} ± {gap_se:.3f}", "yes" if gap > gap_se else "no"
+        hits = "—" if optimum is None else f"{sum(b >= optimum - 1e-12 for b in bests)}/{len(bests)}"
+        rows.append([landscape, name, f"{mean:.3f} ± {se:.3f}", f"{min(bests):.3f}", f"{max(bests):.3f}", hits,
+                     f"{statistics.mean(e for _, e in found):.0f}", versus, beats])
+    return rows
+
+
+HEADERS = ["landscape", "strategy", "mean best ± s.e.", "min", "max", "optimum found", "evaluations",
+           "vs random (± s.e.)", "beats random by > 1 s.e."]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=20, help="independent runs per space and strategy (default 20)")
-    parser.add_argument("--budget", type=int, default=200, help="evaluations per run (default 200)")
+    parser.add_argument("--seeds", type=int, default=20, help="runs per landscape and strategy (default 20)")
+    parser.add_argument("--budget", type=int, default=150, help="evaluations per run (default 150)")
     parser.add_argument("--workers", type=int, default=4, help="simulated asynchronous workers (default 4)")
-    parser.add_argument("--spaces", default="pelee,chain,cell", help="comma-separated spaces (default all three)")
-    parser.add_argument(
-        "--strategies", default="random,generational,regularized,nsga2",
-        help="comma-separated strategies; random is the reference for the last column (default all four)",
-    )
+    parser.add_argument("--spaces", default="pelee,chain,cell", help="comma-separated landscapes (default all three)")
+    parser.add_argument("--strategies", default="random,generational,regularized,nsga2,reinforce,tpe",
+                        help="comma-separated strategies; random is the reference (default all six)")
+    parser.add_argument("--digits-seeds", type=int, default=8, help="runs per strategy on digits (0: skip; default 8)")
+    parser.add_argument("--digits-budget", type=int, default=40, help="evaluations per digits run (default 40)")
+    parser.add_argument("--digits-epochs", type=int, default=1, help="epochs per digits architecture (default 1)")
+    parser.add_argument("--digits-strategies", default="random,regularized,reinforce,tpe")
+    parser.add_argument("--jobs", type=int, default=2, help="processes running the runs (default 2)")
+    parser.add_argument("--output", default="search_quality")
     args = parser.parse_args(argv)
-    strategies = args.strategies.split(",")
-    started = time.perf_counter()
-    print(f"{args.seeds} seeds, {args.budget} evaluations each, {args.workers} asynchronous workers; optimum = 1\n")
-    print("| space | strategy | mean best | std | min | max | optimum found | evaluations | beats random (ties) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for space_name in args.spaces.split(","):
-        space = get_space(space_name)
-        bests: dict[str, list[float]] = {}
-        for name in strategies:
-            runs = []
-            for seed in range(args.seeds):
-                score = SCORERS[space_name](space, np.random.default_rng([seed, 99]))  # same target for all
-                runs.append(simulate(make_strategy(name, space, seed, args.budget), score, args.workers, seed))
-            bests[name] = [best for best, _ in runs]
-            values = bests[name]
-            versus = "—"
-            if "random" in bests and name != "random":
-                wins = sum(b > r + 1e-12 for b, r in zip(values, bests["random"]))
-                ties = sum(abs(b - r) <= 1e-12 for b, r in zip(values, bests["random"]))
-                versus = f"{wins}/{len(values)} ({ties})"
-            print(
-                f"| {space_name} | {name} | {statistics.mean(values):.3f} | {statistics.pstdev(values):.3f} | "
-                f"{min(values):.3f} | {max(values):.3f} | {sum(v >= 1 - 1e-12 for v in values)}/{len(values)} | "
-                f"{statistics.mean(e for _, e in runs):.0f} | {versus} |"
-            )
-    print(f"\n({time.perf_counter() - started:.1f} s)")
+    report = Report(args.output, "Search quality: every strategy against random search at equal budgets",
+                    command_line(argv, "search_quality.py"))
+    parts = [(space, args.strategies.split(","), args.seeds, args.budget, 1.0) for space in args.spaces.split(",")]
+    if args.digits_seeds:
+        parts.append(("digits", args.digits_strategies.split(","), args.digits_seeds, args.digits_budget, None))
+    rows: list[list[str]] = []
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        for landscape, names, seeds, budget, optimum in parts:
+            started = time.perf_counter()
+            tasks = {name: [(landscape, name, seed, budget, args.workers, args.digits_epochs) for seed in range(seeds)]
+                     for name in names}
+            runs = {name: list(pool.map(run, found)) for name, found in tasks.items()}
+            rows += summarise(landscape, runs, optimum)
+            print(f"{landscape}: {time.perf_counter() - started:.0f} s", flush=True)
+    report.add(f"{args.seeds} seeds x {args.budget} evaluations on each landscape (optimum 1); digits: "
+               f"{args.digits_seeds} seeds x {args.digits_budget} evaluations of chain architectures (at most 4 layers, "
+               f"2 modules) trained {args.digits_epochs} epochs each; {args.workers} asynchronous workers.\n\n"
+               + table(HEADERS, rows))
 
 
 if __name__ == "__main__":
