@@ -10,10 +10,10 @@ per seed (the same target for every strategy):
   scores 1/2 for the kernel and up to 1/2 for the filters (by distance in the choice list); absent layers 0;
 - cell: the fraction of the 6 edges whose op matches the target's.
 
-**Digits.** ``--digits-budget`` chain architectures (at most 3 layers, 2 modules) per run, each really trained on
-digits with PyTorch (CPU, one thread, ``--digits-epochs`` epochs, training seed fixed, so an architecture's
-accuracy is the same whoever asks: each process trains a genome once and remembers it); the fitness is its
-validation accuracy. No hidden optimum here.
+**Digits.** ``--digits-budget`` chain architectures (at most 3 layers, 2 modules: 584 genomes) per run, each
+really trained on digits with PyTorch (CPU, one thread, ``--digits-epochs`` epochs, training seed fixed, so an
+architecture's accuracy is the same whoever asks: each process trains a genome once and remembers it); the
+fitness is its validation accuracy. No hidden optimum here.
 
 Evaluations are asynchronous: ``--workers`` simulated workers, each taking a random duration per candidate,
 ask for work as they free up (so the generational strategies meet their barrier, and results arrive out of
