@@ -7,7 +7,7 @@ its logits), sampled decision by decision (``SearchSpace.compose``, so a chain's
 length). It learns from each result as it arrives, with no generation to wait for:
 
     advantage = (reward - baseline) / spread
-    logits[d] += learning_rate * (advantage * (onehot(choice[d]) - p[d]) + entropy * dH/dlogits[d])
+    logits[d] += policy_learning_rate * (advantage * (onehot(choice[d]) - p[d]) + entropy * dH/dlogits[d])
 
 for every decision ``d`` the candidate took. The baseline is a moving average of the rewards (ENAS's), the
 spread the moving root mean square of ``reward - baseline``, so one learning rate serves accuracies packed
@@ -28,8 +28,8 @@ from nas.strategies.archive import DUPLICATE_RETRIES, MAX_EVALUATIONS, ArchiveSt
 from nas.strategies.base import Candidate, Result
 from nas.strategies.objectives import FITNESS, OBJECTIVES, check_objectives, values
 
-LEARNING_RATE = Param("learning_rate", "float", "Step of the policy-gradient update made with each result.", low=0.0,
-                      high=10.0, label="Learning rate")
+POLICY_LEARNING_RATE = Param("policy_learning_rate", "float", "Step of the policy-gradient update made with each "
+                      "result.", low=0.0, high=10.0, label="Policy learning rate")
 ENTROPY = Param("entropy", "float", "Weight of the entropy bonus in each update: how strongly the policy keeps "
                 "exploring.", low=0.0, high=1.0, label="Entropy bonus")
 BASELINE_DECAY = Param("baseline_decay", "float", "Decay of the moving-average baseline the rewards are compared "
@@ -61,31 +61,34 @@ class Reinforce(ArchiveStrategy):
         space: the space to search; it must have a decision view (every registered space has).
         seed: the seed of the strategy's random generator.
         objectives: ``[[name, "max" | "min"]]``, the reward: one objective only (default the fitness, maximised).
-        learning_rate: the step of each update (default 0.3).
+        policy_learning_rate: the step of each update (default 0.3; named apart from the training's
+            ``learning_rate``, a field of the same form).
         entropy: the weight of the entropy bonus (default 0.05).
         baseline_decay: the decay of the moving-average baseline (default 0.9).
         max_evaluations: the budget (default 400).
     """
 
     name = "reinforce"
-    PARAMS: ClassVar[tuple[Param, ...]] = (OBJECTIVES, LEARNING_RATE, ENTROPY, BASELINE_DECAY, MAX_EVALUATIONS)
+    PARAMS: ClassVar[tuple[Param, ...]] = (OBJECTIVES, POLICY_LEARNING_RATE, ENTROPY, BASELINE_DECAY, MAX_EVALUATIONS)
     BELIEFS = "policy"
     objectives: list[list[str]]
-    learning_rate: float
+    policy_learning_rate: float
     entropy: float
     baseline_decay: float
     max_evaluations: int
 
     def __init__(
         self, space: SearchSpace, seed: int = 0, *, objectives: list[list[str]] | tuple = FITNESS,
-        learning_rate: float = 0.3, entropy: float = 0.05, baseline_decay: float = 0.9, max_evaluations: int = 400,
+        policy_learning_rate: float = 0.3, entropy: float = 0.05, baseline_decay: float = 0.9,
+        max_evaluations: int = 400,
     ) -> None:
         if isinstance(objectives, (list, tuple)) and len(objectives) > 1:
             raise ValueError(
                 f"`objectives`: reinforce learns from one reward, so it takes a single [name, \"max\" | \"min\"] pair "
                 f"(objectives={str(objectives)[:200]}); for several objectives choose nsga2 or tpe."
             )
-        super().__init__(space, seed, objectives=check_objectives(objectives, most=1), learning_rate=learning_rate,
+        super().__init__(space, seed, objectives=check_objectives(objectives, most=1),
+                         policy_learning_rate=policy_learning_rate,
                          entropy=entropy, baseline_decay=baseline_decay, max_evaluations=max_evaluations)
         self._decisions: dict[str, Decision] = {d.name: d for d in space.decisions()}
         self._logits = {name: np.zeros(len(d.choices)) for name, d in self._decisions.items()}
@@ -139,7 +142,7 @@ class Reinforce(ArchiveStrategy):
             p = softmax(logits)
             step = -p
             step[self._decisions[name].choices.index(choice)] += 1.0
-            logits += self.learning_rate * (advantage * step + self.entropy * entropy_gradient(p))
+            logits += self.policy_learning_rate * (advantage * step + self.entropy * entropy_gradient(p))
         self._baseline += (1 - decay) * delta
         self._updates += 1
 

@@ -49,7 +49,8 @@ def test_a_partial_section_keeps_the_defaults_of_the_rest():
     ({"pool": "eval queue!"}, "pool"),
     ({"strategy": {"name": "reinforce", "params": {"objectives": [["accuracy", "max"], ["params", "min"]]}}},
      "strategy.params.objectives"),
-    ({"strategy": {"name": "reinforce", "params": {"learning_rate": -1}}}, "strategy.params.learning_rate"),
+    ({"strategy": {"name": "reinforce", "params": {"policy_learning_rate": -1}}},
+     "strategy.params.policy_learning_rate"),
     ({"strategy": {"name": "tpe", "params": {"startup_trials": 0}}}, "strategy.params.startup_trials"),
     ({"strategy": {"name": "tpe", "params": {"population": 10}}}, "strategy.params"),
 ])
@@ -62,7 +63,7 @@ def test_every_bad_value_names_its_field(data, field):
 
 def test_the_explorers_take_their_defaults_and_say_why_reinforce_takes_one_objective():
     reinforce = check_config({"strategy": {"name": "reinforce"}})["strategy"]
-    assert reinforce["params"] == {"objectives": [["fitness", "max"]], "learning_rate": 0.3, "entropy": 0.05,
+    assert reinforce["params"] == {"objectives": [["fitness", "max"]], "policy_learning_rate": 0.3, "entropy": 0.05,
                                    "baseline_decay": 0.9, "max_evaluations": 400}
     tpe = check_config({"strategy": {"name": "tpe", "params": {
         "objectives": [["accuracy", "max"], ["params", "min"]], "max_evaluations": 50}}})["strategy"]

@@ -58,7 +58,7 @@ def test_failures_and_missing_objectives_leave_the_policy_as_it_was():
 
 def test_one_update_is_the_policy_gradient_with_its_entropy_bonus():
     space = IntSpace(genes=1, values=3)
-    strategy = Reinforce(space, seed=2, learning_rate=0.5, entropy=0.1, baseline_decay=0.9, max_evaluations=5)
+    strategy = Reinforce(space, seed=2, policy_learning_rate=0.5, entropy=0.1, baseline_decay=0.9, max_evaluations=5)
     a, b = strategy.ask(2)
     strategy.tell(a.id, Result(fitness=1.0))  # the first reward sets the baseline: only the entropy term moves
     p0 = softmax(np.zeros(3))

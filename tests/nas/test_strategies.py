@@ -213,7 +213,7 @@ def test_registry_names_and_defaults_build():
         ("reinforce", {"objectives": [["accuracy", "max"], ["params", "min"]]},
          ["`objectives`", "one reward", "nsga2 or tpe", "'params'"]),
         ("reinforce", {"objectives": [["accuracy", "up"]]}, ["`objectives`", "one [name", "'up'"]),
-        ("reinforce", {"learning_rate": -0.1}, ["`learning_rate`", "[0.0, 10.0]", "-0.1"]),
+        ("reinforce", {"policy_learning_rate": -0.1}, ["`policy_learning_rate`", "[0.0, 10.0]", "-0.1"]),
         ("reinforce", {"baseline_decay": 1.0}, ["`baseline_decay`", "[0.0, 0.999]"]),
     ],
 )
