@@ -195,22 +195,24 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     report = Report(args.output, "Search quality: every strategy against random search at equal budgets",
                     command_line(argv, "search_quality.py"))
-    parts = [(space, args.strategies.split(","), args.seeds, args.budget, 1.0) for space in args.spaces.split(",")]
-    if args.digits_seeds:
-        parts.append(("digits", args.digits_strategies.split(","), args.digits_seeds, args.digits_budget, None))
-    rows: list[list[str]] = []
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        for landscape, names, seeds, budget, optimum in parts:
+        def runs(landscape: str, names: str, seeds: int, budget: int) -> dict[str, list[tuple[float, int]]]:
+            return {name: list(pool.map(run, [(landscape, name, seed, budget, args.workers, args.digits_epochs)
+                                              for seed in range(seeds)])) for name in names.split(",")}
+
+        started = time.perf_counter()
+        rows = [row for landscape in args.spaces.split(",")
+                for row in summarise(landscape, runs(landscape, args.strategies, args.seeds, args.budget), 1.0)]
+        report.add(f"## Landscapes\n\n{args.seeds} seeds x {args.budget} evaluations on each landscape (optimum 1), "
+                   f"{args.workers} asynchronous workers ({time.perf_counter() - started:.0f} s on {args.jobs} "
+                   f"processes).\n\n" + table(HEADERS, rows))
+        if args.digits_seeds:
             started = time.perf_counter()
-            tasks = {name: [(landscape, name, seed, budget, args.workers, args.digits_epochs) for seed in range(seeds)]
-                     for name in names}
-            runs = {name: list(pool.map(run, found)) for name, found in tasks.items()}
-            rows += summarise(landscape, runs, optimum)
-            print(f"{landscape}: {time.perf_counter() - started:.0f} s", flush=True)
-    report.add(f"{args.seeds} seeds x {args.budget} evaluations on each landscape (optimum 1); digits: "
-               f"{args.digits_seeds} seeds x {args.digits_budget} evaluations of chain architectures (at most 4 layers, "
-               f"2 modules) trained {args.digits_epochs} epochs each; {args.workers} asynchronous workers.\n\n"
-               + table(HEADERS, rows))
+            found = runs("digits", args.digits_strategies, args.digits_seeds, args.digits_budget)
+            report.add(f"## Real digits training\n\n{args.digits_seeds} seeds x {args.digits_budget} evaluations of "
+                       f"chain architectures (at most 3 layers, 2 modules) trained {args.digits_epochs} epoch(s) each "
+                       f"on digits, {args.workers} asynchronous workers ({time.perf_counter() - started:.0f} s on "
+                       f"{args.jobs} processes).\n\n" + table(HEADERS, summarise("digits", found, None)))
 
 
 if __name__ == "__main__":

@@ -53,8 +53,10 @@ class Reinforce(ArchiveStrategy):
     The reward is the one objective of ``objectives`` (the fitness by default; a ``min`` objective is negated).
     A failed result, or one without that objective, teaches nothing: the policy is left as it was. A pruned
     result's fitness (predicted or partial) is a reward like any other. A sample whose genome is known (asked
-    before) or is none of the space (a cell cut off) is drawn again; ``DUPLICATE_RETRIES`` such draws in a row
-    end the search, as for every strategy. Every candidate is a ``sample`` whose ``generation`` is the number of
+    before) or is none of the space (a cell cut off) is drawn again; a known one first moves the policy one
+    entropy step (the bonus alone, no reward), so a policy settled on what it has already evaluated spreads out
+    again instead of drawing it over and over (on the cell landscape it gave up after 129 of 150 evaluations
+    without that). ``DUPLICATE_RETRIES`` such draws in a row end the search, as for every strategy. Every candidate is a ``sample`` whose ``generation`` is the number of
     updates the policy had made when it was drawn.
 
     Args:
@@ -121,6 +123,10 @@ class Reinforce(ArchiveStrategy):
             genome = self.space.compose(self._choose)
             if genome is not None and not self._known(self.space.key(genome)):
                 return self._proposal(genome, generation=self._updates)
+            if genome is not None:  # a repeat: the policy has settled on what it knows; explore a step more
+                for name in self.space.decompose(genome):
+                    self._logits[name] += self.policy_learning_rate * self.entropy * entropy_gradient(
+                        softmax(self._logits[name]))
         self._exhausted = True
         return None
 
