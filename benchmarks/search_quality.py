@@ -10,10 +10,12 @@ per seed (the same target for every strategy):
   scores 1/2 for the kernel and up to 1/2 for the filters (by distance in the choice list); absent layers 0;
 - cell: the fraction of the 6 edges whose op matches the target's.
 
-**Digits.** ``--digits-budget`` chain architectures (at most 3 layers, 2 modules: 584 genomes) per run, each
-really trained on digits with PyTorch (CPU, one thread, ``--digits-epochs`` epochs, training seed fixed, so an
-architecture's accuracy is the same whoever asks: each process trains a genome once and remembers it); the
-fitness is its validation accuracy. No hidden optimum here.
+**Digits.** Every chain architecture of at most 3 layers (2 modules: 584 genomes) really trained on digits with
+PyTorch once (CPU, one thread per process, ``--digits-epochs`` epochs, the training seed fixed, so the accuracy
+is what any run asking for that architecture would get), a tabular benchmark as NAS-Bench-201 is: the table is
+saved (``results/search_quality-digits.json``) and read by the next runs. Then ``--digits-seeds`` runs of
+``--digits-budget`` evaluations per strategy look their fitness (the validation accuracy) up in it; "optimum
+found" counts the runs that found the best of all 584.
 
 Evaluations are asynchronous: ``--workers`` simulated workers, each taking a random duration per candidate,
 ask for work as they free up (so the generational strategies meet their barrier, and results arrive out of
@@ -23,14 +25,15 @@ scored by the best fitness it found. "Beats random" compares mean bests: the dif
 (both strategies' standard errors combined), and whether the difference exceeds it. Runs go to ``--jobs``
 processes. Run from the repository root::
 
-    .venv/bin/python benchmarks/search_quality.py --seeds 20 --budget 150 --digits-seeds 8 --digits-budget 40
+    .venv/bin/python benchmarks/search_quality.py --seeds 20 --budget 150 --digits-seeds 20 --digits-budget 40
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import functools
 import heapq
+import itertools
+import json
 import math
 import multiprocessing
 import statistics
@@ -38,12 +41,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.report import Report, command_line, table  # noqa: E402
+from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
 from nas.spaces import get_space, space_from_config  # noqa: E402
 from nas.spaces.base import Genome, SearchSpace  # noqa: E402
 from nas.spaces.cell import EDGES  # noqa: E402
@@ -125,35 +129,75 @@ def simulate(strategy: Strategy, score: Scorer, workers: int, seed: int) -> tupl
 
 
 DIGITS_SPACE = {"name": "chain", "max_layers": 3, "modules": 2}
-_trained: dict[str, tuple[float, float]] = {}  # genome key -> (accuracy, parameters), per process
+DIGITS_TRAINING = {"batch_size": 64, "learning_rate": 0.002, "seed": 1}
+#: Every genome of the digits space trained once (written by the first run, read by the next ones).
+DIGITS_TABLE = RESULTS / "search_quality-digits.json"
 
 
-def digits_score(genome: Genome, epochs: int) -> tuple[float, float]:
-    """Validation accuracy (0 for a failure) and parameters of ``genome`` trained on digits, once per process."""
+def every_chain_genome(space: SearchSpace) -> list[Genome]:
+    return [{"layers": [dict(layer) for layer in layers]} for count in range(space.min_layers, space.max_layers + 1)
+            for layers in itertools.product(LAYERS, repeat=count)]
+
+
+def train_digits(task: tuple[Genome, int]) -> tuple[float, float, float]:
+    """Validation accuracy (0 for a failure), parameters and seconds of one genome trained on digits."""
+    genome, epochs = task
+    import torch
+
+    from evaluators.evaluate import evaluate
+
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    result = evaluate(genome, DIGITS_SPACE, {**DIGITS_TRAINING, "epochs": epochs}, "digits", "cpu")
+    return result.fitness or 0.0, float(result.metrics.get("params") or 0.0), time.perf_counter() - started
+
+
+def digits_table(path: Path, epochs: int, jobs: int) -> dict[str, Any]:
+    """Every genome of the digits space trained once, ``{"accuracy": {key: [accuracy, params]}, ...}``: read
+    from ``path`` when it holds this space and budget, else trained on ``jobs`` processes and written there.
+    Training is seeded, so the table is what each strategy's run would have trained (as NAS-Bench-201 is)."""
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if (saved["space"], saved["training"]) == (DIGITS_SPACE, {**DIGITS_TRAINING, "epochs": epochs}):
+            return saved
     space = space_from_config(DIGITS_SPACE)
-    key = space.key(genome)
-    if key not in _trained:
-        import torch
-
-        from evaluators.evaluate import evaluate
-
-        torch.set_num_threads(1)
-        result = evaluate(genome, DIGITS_SPACE, {"epochs": epochs, "batch_size": 64, "learning_rate": 0.002,
-                                                 "seed": 1}, "digits", "cpu")
-        _trained[key] = (result.fitness or 0.0, float(result.metrics.get("params") or 0.0))
-    return _trained[key]
+    genomes = every_chain_genome(space)
+    started = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        trained = list(pool.map(train_digits, [(genome, epochs) for genome in genomes], chunksize=4))
+    saved = {"space": DIGITS_SPACE, "training": {**DIGITS_TRAINING, "epochs": epochs},
+             "seconds": round(time.perf_counter() - started), "cpu_seconds": round(sum(t for _, _, t in trained)),
+             "accuracy": {space.key(g): [round(a, 6), p] for g, (a, p, _) in zip(genomes, trained)}}
+    path.write_text(json.dumps(saved, indent=0) + "\n")
+    return saved
 
 
-def run(task: tuple[str, str, int, int, int, int]) -> tuple[float, int]:
-    """One run: ``(landscape, strategy, seed, budget, workers, digits epochs)`` -> (best, evaluations)."""
-    landscape, name, seed, budget, workers, epochs = task
-    if landscape == "digits":
-        space = space_from_config(DIGITS_SPACE)
-        score: Scorer = functools.partial(digits_score, epochs=epochs)
-    else:
-        space = get_space(landscape)
-        score = SCORERS[landscape](space, np.random.default_rng([seed, 99]))  # the same target for all
+def run(task: tuple[str, str, int, int, int]) -> tuple[float, int]:
+    """One run on a landscape: ``(landscape, strategy, seed, budget, workers)`` -> (best, evaluations)."""
+    landscape, name, seed, budget, workers = task
+    space = get_space(landscape)
+    score = SCORERS[landscape](space, np.random.default_rng([seed, 99]))  # the same target for all
     return simulate(make_strategy(name, space, seed, budget), score, workers, seed)
+
+
+def digits_runs(table: dict[str, Any], names: str, seeds: int, budget: int, workers: int) -> dict[str, list]:
+    space = space_from_config(DIGITS_SPACE)
+
+    def score(genome: Genome) -> tuple[float, float]:
+        accuracy, params = table["accuracy"][space.key(genome)]
+        return accuracy, params
+
+    return {name: [simulate(make_strategy(name, space, seed, budget), score, workers, seed) for seed in range(seeds)]
+            for name in names.split(",")}
+
+
+def describe_table(table: dict[str, Any]) -> str:
+    accuracies = sorted((a for a, _ in table["accuracy"].values()), reverse=True)
+    best = accuracies[0]
+    return (f"The {len(accuracies)} architectures trained in {table['seconds']} s ({table['cpu_seconds']} s of "
+            f"training): best {best:.4f}, {sum(a >= best - 0.005 for a in accuracies)} within 0.005 of it, "
+            f"{sum(a >= best - 0.02 for a in accuracies)} within 0.02, median {statistics.median(accuracies):.3f}, "
+            f"{sum(a < 0.2 for a in accuracies)} near chance (below 0.2).")
 
 
 def summarise(landscape: str, runs: dict[str, list[tuple[float, int]]], optimum: float | None) -> list[list[str]]:
@@ -186,8 +230,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spaces", default="pelee,chain,cell", help="comma-separated landscapes (default all three)")
     parser.add_argument("--strategies", default="random,generational,regularized,nsga2,reinforce,tpe",
                         help="comma-separated strategies; random is the reference (default all six)")
-    parser.add_argument("--digits-seeds", type=int, default=8, help="runs per strategy on digits (0: skip; default 8)")
+    parser.add_argument("--digits-seeds", type=int, default=20, help="runs per strategy on digits (0: skip; default 20)")
     parser.add_argument("--digits-budget", type=int, default=40, help="evaluations per digits run (default 40)")
+    parser.add_argument("--digits-table", default=str(DIGITS_TABLE),
+                        help="the trained architectures: read if it holds this budget, else trained and written")
     parser.add_argument("--digits-epochs", type=int, default=1, help="epochs per digits architecture (default 1)")
     parser.add_argument("--digits-strategies", default="random,regularized,reinforce,tpe")
     parser.add_argument("--jobs", type=int, default=2, help="processes running the runs (default 2)")
@@ -195,24 +241,26 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     report = Report(args.output, "Search quality: every strategy against random search at equal budgets",
                     command_line(argv, "search_quality.py"))
+    started = time.perf_counter()
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        def runs(landscape: str, names: str, seeds: int, budget: int) -> dict[str, list[tuple[float, int]]]:
-            return {name: list(pool.map(run, [(landscape, name, seed, budget, args.workers, args.digits_epochs)
-                                              for seed in range(seeds)])) for name in names.split(",")}
-
-        started = time.perf_counter()
-        rows = [row for landscape in args.spaces.split(",")
-                for row in summarise(landscape, runs(landscape, args.strategies, args.seeds, args.budget), 1.0)]
-        report.add(f"## Landscapes\n\n{args.seeds} seeds x {args.budget} evaluations on each landscape (optimum 1), "
-                   f"{args.workers} asynchronous workers ({time.perf_counter() - started:.0f} s on {args.jobs} "
-                   f"processes).\n\n" + table(HEADERS, rows))
-        if args.digits_seeds:
-            started = time.perf_counter()
-            found = runs("digits", args.digits_strategies, args.digits_seeds, args.digits_budget)
-            report.add(f"## Real digits training\n\n{args.digits_seeds} seeds x {args.digits_budget} evaluations of "
-                       f"chain architectures (at most 3 layers, 2 modules) trained {args.digits_epochs} epoch(s) each "
-                       f"on digits, {args.workers} asynchronous workers ({time.perf_counter() - started:.0f} s on "
-                       f"{args.jobs} processes).\n\n" + table(HEADERS, summarise("digits", found, None)))
+        rows = []
+        for landscape in args.spaces.split(","):
+            runs = {name: list(pool.map(run, [(landscape, name, seed, args.budget, args.workers)
+                                              for seed in range(args.seeds)])) for name in args.strategies.split(",")}
+            rows += summarise(landscape, runs, 1.0)
+    report.add(f"## Landscapes\n\n{args.seeds} seeds x {args.budget} evaluations on each landscape (optimum 1), "
+               f"{args.workers} asynchronous workers ({time.perf_counter() - started:.0f} s on {args.jobs} "
+               f"processes).\n\n" + table(HEADERS, rows))
+    if args.digits_seeds:
+        found = digits_table(Path(args.digits_table), args.digits_epochs, args.jobs)
+        best = max(a for a, _ in found["accuracy"].values())
+        runs = digits_runs(found, args.digits_strategies, args.digits_seeds, args.digits_budget, args.workers)
+        report.add(f"## Real digits training\n\nEvery chain architecture of at most 3 layers (2 modules) trained "
+                   f"{args.digits_epochs} epoch(s) on digits once (CPU, one thread per process, seeded: "
+                   f"`{Path(args.digits_table).name}`), then {args.digits_seeds} seeds x {args.digits_budget} "
+                   f"evaluations per strategy, {args.workers} asynchronous workers; \"optimum found\": the best "
+                   f"of all {len(found['accuracy'])}. {describe_table(found)}\n\n"
+                   + table(HEADERS, summarise("digits", runs, best)))
 
 
 if __name__ == "__main__":
