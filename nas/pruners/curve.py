@@ -36,7 +36,7 @@ import numpy as np
 from nas.pruners.base import AUDIT, GO_ON, MIN_STEPS, Decision, Pruner
 from nas.pruners.extrapolation import Z90, predict, prob_above, shape_of
 from nas.strategies.archive import Param
-from nas.strategies.nsga2 import check_objectives
+from nas.strategies.objectives import check_objectives
 
 #: The population's calibration: from ``CALIBRATE_MIN`` completed curves on, a prediction's mean moves by the
 #: median standardised error made on them cut at as many points, at most ``CALIBRATE_MAX`` spreads.

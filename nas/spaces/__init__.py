@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from nas.spaces.base import Genome, GenomeError, SearchSpace, canonical_json
+from nas.spaces.base import Decision, Genome, GenomeError, SearchSpace, canonical_json
 from nas.spaces.cell import CellSpace
 from nas.spaces.chain import ChainSpace
 from nas.spaces.pelee import PeleeSpace
@@ -16,6 +16,7 @@ __all__ = [
     "SPACES",
     "CellSpace",
     "ChainSpace",
+    "Decision",
     "Genome",
     "GenomeError",
     "PeleeSpace",

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import abc
+import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +22,24 @@ class GenomeError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"`{field}` = {value!r} is not allowed; expected {allowed}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One choice a genome makes, among a few values: what an explorer that learns a distribution over the
+    space (a policy, a density) chooses from, one decision at a time.
+
+    ``ordered``: the choices are consecutive integers, a range (a density over integers may use the order; a
+    categorical policy ignores it).
+    """
+
+    name: str  #: the genome's column of that gene in :meth:`SearchSpace.flatten`
+    choices: tuple[Any, ...]  #: JSON scalars
+    ordered: bool = False
+
+
+#: Given a decision, one of its ``choices``.
+Choose = Callable[[Decision], Any]
 
 
 def canonical_json(data: Any) -> str:
@@ -67,6 +87,29 @@ class SearchSpace(abc.ABC):
     @abc.abstractmethod
     def spec(self) -> dict[str, Any]:
         """A JSON description of the space itself (genes, choices, ranges) for the UI."""
+
+    # --- the decision view: what learning explorers (``reinforce``, ``tpe``) need of a space -----------------
+
+    def decisions(self) -> list[Decision]:
+        """Every decision a genome of the space may take, in the order :meth:`compose` asks them; one asked only
+        for some genomes (a chain's fifth layer) is listed once."""
+        raise self._no_decision_view()
+
+    def compose(self, choose: Choose) -> Genome | None:
+        """The genome made by asking ``choose`` each decision in turn (define-by-run: which decisions come may
+        depend on the choices before, as a chain's layers on its length); ``None`` when the choices make no
+        genome of the space (a cell whose output is cut off from its input)."""
+        raise self._no_decision_view()
+
+    def decompose(self, genome: Genome) -> dict[str, Any]:
+        """The choice of every decision ``genome`` takes, by name, in the order :meth:`compose` asks them:
+        ``compose(lambda d: decompose(g)[d.name]) == g``. By default the genome's :meth:`flatten` columns less
+        the blank ones (genes it does not have): decisions are named after those columns."""
+        return {name: value for name, value in self.flatten(genome).items() if value != ""}
+
+    def _no_decision_view(self) -> NotImplementedError:
+        return NotImplementedError(f"The {self.name!r} space has no decision view (decisions, compose, decompose), "
+                                   f"which the explorers that learn a distribution over a space need.")
 
     def key(self, genome: Genome) -> str:
         """A stable id: equal genomes share it, so a genome already evaluated is never sent again."""

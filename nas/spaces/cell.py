@@ -16,7 +16,7 @@ import numpy as np
 from nas.operators.crossover import swap_where
 from nas.operators.mutation import choose
 from nas.spaces import _checks as check
-from nas.spaces.base import Genome, GenomeError, SearchSpace
+from nas.spaces.base import Choose, Decision, Genome, GenomeError, SearchSpace
 
 OPS = ("none", "skip_connect", "conv_1x1", "conv_3x3", "avg_pool_3x3")
 #: The edges as ``"to<-from"``, in NAS-Bench-201's order (by target node, then source node).
@@ -27,6 +27,10 @@ NODES = 4
 def _source_target(edge: str) -> tuple[int, int]:
     target, source = edge.split("<-")
     return int(source), int(target)
+
+
+def _column(edge: str) -> str:
+    return "edge_{}to{}".format(*_source_target(edge))
 
 
 def is_connected(edges: Mapping[str, str]) -> bool:
@@ -137,7 +141,16 @@ class CellSpace(SearchSpace):
 
     def flatten(self, genome: Genome) -> dict[str, int | float | str]:
         """Columns ``edge_0to1, edge_0to2, edge_1to2, edge_0to3, edge_1to3, edge_2to3``, each an op name."""
-        return {"edge_{}to{}".format(*_source_target(edge)): genome["edges"][edge] for edge in EDGES}
+        return {_column(edge): genome["edges"][edge] for edge in EDGES}
+
+    def decisions(self) -> list[Decision]:
+        """Each edge's op, named as :meth:`flatten`'s columns."""
+        return [Decision(_column(edge), OPS) for edge in EDGES]
+
+    def compose(self, choose: Choose) -> Genome | None:
+        """The cell of the chosen ops; ``None`` when every path from its input to its output has a ``none``."""
+        edges = {edge: choose(decision) for edge, decision in zip(EDGES, self.decisions())}
+        return {"edges": edges} if is_connected(edges) else None
 
     def params(self) -> dict[str, Any]:
         return {"cells_per_stage": self.cells_per_stage, "stages": self.stages, "channels": self.channels}

@@ -16,7 +16,7 @@ import numpy as np
 from nas.operators.crossover import one_point_crossover
 from nas.operators.mutation import choose, replace_at, resample_gene
 from nas.spaces import _checks as check
-from nas.spaces.base import Genome, SearchSpace
+from nas.spaces.base import Choose, Decision, Genome, SearchSpace
 
 KERNELS = (3, 5)
 FILTERS = (16, 32, 64, 128)
@@ -96,6 +96,18 @@ class ChainSpace(SearchSpace):
             for gene in ("kernel", "filters"):
                 row[f"l{i + 1}_{gene}"] = layers[i][gene] if i < len(layers) else ""
         return row
+
+    def decisions(self) -> list[Decision]:
+        """The module's length (a range), then each layer's kernel and filters, named as :meth:`flatten`'s
+        columns; a layer's decisions are asked only when the length reaches it."""
+        layers = [Decision(f"l{i + 1}_{gene}", choices) for i in range(self.max_layers)
+                  for gene, choices in (("kernel", KERNELS), ("filters", FILTERS))]
+        return [Decision("n_layers", tuple(range(self.min_layers, self.max_layers + 1)), ordered=True), *layers]
+
+    def compose(self, choose: Choose) -> Genome:
+        length, *genes = self.decisions()
+        count = choose(length)
+        return {"layers": [{"kernel": choose(genes[2 * i]), "filters": choose(genes[2 * i + 1])} for i in range(count)]}
 
     def params(self) -> dict[str, Any]:
         return {"max_layers": self.max_layers, "min_layers": self.min_layers, "modules": self.modules}

@@ -15,7 +15,7 @@ import numpy as np
 from nas.operators.crossover import one_point_crossover
 from nas.operators.mutation import choose, resample_genes
 from nas.spaces import _checks as check
-from nas.spaces.base import Genome, SearchSpace
+from nas.spaces.base import Choose, Decision, Genome, SearchSpace
 
 #: PeleeNet's own network (3, 4, 8 and 6 two-way dense layers, growth rate 32): a point of the default space.
 PELEENET: Genome = {"stages": [[2, 3, 32], [2, 4, 32], [2, 8, 32], [2, 6, 32]]}
@@ -118,6 +118,16 @@ class PeleeSpace(SearchSpace):
             "params": self.params(),
             "size": math.prod(len(options) for options in self._choices) ** self.stages,
         }
+
+    def decisions(self) -> list[Decision]:
+        """Per stage, its ways, layers (a range) and growth rate, named as :meth:`flatten`'s columns."""
+        return [
+            Decision(f"s{s + 1}_{gene}", tuple(options), ordered=gene == "layers")
+            for s in range(self.stages) for gene, options in zip(GENES, self._choices)
+        ]
+
+    def compose(self, choose: Choose) -> Genome:
+        return self._unflatten([choose(decision) for decision in self.decisions()])
 
     def _gene_choices(self) -> list[list[int]]:
         return self._choices * self.stages

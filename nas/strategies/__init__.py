@@ -15,10 +15,12 @@ from nas.strategies.generational import GenerationalGA
 from nas.strategies.nsga2 import NSGA2
 from nas.strategies.random_search import RandomSearch
 from nas.strategies.regularized import RegularizedEvolution
+from nas.strategies.reinforce import Reinforce
+from nas.strategies.tpe import TPE
 
 #: Every registered strategy, by its ``name``.
 STRATEGIES: dict[str, type[ArchiveStrategy]] = {
-    cls.name: cls for cls in (RandomSearch, GenerationalGA, RegularizedEvolution, NSGA2)
+    cls.name: cls for cls in (RandomSearch, GenerationalGA, RegularizedEvolution, NSGA2, Reinforce, TPE)
 }
 
 __all__ = [
@@ -31,8 +33,10 @@ __all__ = [
     "Param",
     "RandomSearch",
     "RegularizedEvolution",
+    "Reinforce",
     "Result",
     "Strategy",
+    "TPE",
     "get_strategy",
     "strategy_from_state",
 ]

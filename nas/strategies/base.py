@@ -84,6 +84,8 @@ class Strategy(abc.ABC):
     #: :meth:`from_state` the whole lists back, so saving after every result costs the same at the 10,000th
     #: result as at the first. Empty: save the whole state every time.
     APPEND_ONLY: ClassVar[tuple[str, ...]] = ()
+    #: What :meth:`beliefs` describes (``"policy"``, ``"densities"``), or ``None`` for a strategy that shows none.
+    BELIEFS: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def ask(self, n: int) -> list[Candidate]:
@@ -106,6 +108,11 @@ class Strategy(abc.ABC):
     @abc.abstractmethod
     def best(self, k: int = 1) -> list[tuple[Candidate, Result]]:
         """The best ``k`` evaluated candidates, best first (multi-objective: the Pareto front)."""
+
+    def beliefs(self) -> dict[str, Any] | None:
+        """What the strategy believes now about where good candidates are, as JSON data (``kind`` is
+        :attr:`BELIEFS`; e.g. a policy's probabilities per decision), for a dashboard; ``None`` for none."""
+        return None
 
     @abc.abstractmethod
     def state_dict(self) -> dict[str, Any]:

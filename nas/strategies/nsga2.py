@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from nas.operators.selection import crowding_distance, non_dominated_sort, pareto_front, tournament
+from nas.operators.selection import crowding_distance, non_dominated_sort, tournament
 from nas.spaces.base import SearchSpace
 from nas.strategies.archive import POPULATION, Param
 from nas.strategies.base import Candidate, Result
@@ -16,33 +16,7 @@ from nas.strategies.barrier import (
     P_MUTATION,
     GenerationalStrategy,
 )
-
-OBJECTIVES = Param(
-    "objectives", "objectives",
-    'The objectives as [name, "max" | "min"] pairs; a name is read from Result.objectives '
-    '("fitness" falls back to Result.fitness).',
-    label="Objectives",
-)
-DIRECTIONS = ("max", "min")
-
-
-#: More objectives than this make nearly every candidate non-dominated: the front stops selecting.
-MAX_OBJECTIVES = 8
-
-
-def check_objectives(value: Any) -> list[list[str]]:
-    """``value`` as a list of ``[name, direction]`` lists, or ``ValueError`` showing it."""
-    pairs = value if isinstance(value, (list, tuple)) else []
-    ok = 0 < len(pairs) <= MAX_OBJECTIVES and all(
-        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) and 0 < len(pair[0]) <= 64
-        and pair[1] in DIRECTIONS for pair in pairs
-    )
-    if not ok or len({pair[0] for pair in pairs}) != len(pairs):
-        raise ValueError(
-            f'`objectives` must be a list of 1 to {MAX_OBJECTIVES} [name, "max" | "min"] pairs with distinct names '
-            f"(objectives={str(value)[:200]})."
-        )
-    return [[name, direction] for name, direction in pairs]
+from nas.strategies.objectives import OBJECTIVES, check_objectives, first_front, oriented
 
 
 class NSGA2(GenerationalStrategy):
@@ -91,16 +65,12 @@ class NSGA2(GenerationalStrategy):
 
     def sort_key(self, result: Result) -> tuple[float, ...]:
         """The objectives oriented so that larger is better (``min`` ones negated); ``-inf`` for a failure."""
-        values = [result.fitness if name == "fitness" else result.objectives.get(name) for name, _ in self.objectives]
-        if not result.ok or any(value is None for value in values):
-            return (-math.inf,) * len(self.objectives)
-        return tuple(v if direction == "max" else -v for v, (_, direction) in zip(values, self.objectives))
+        return oriented(result, self.objectives)
 
     def best(self, k: int | None = None) -> list[tuple[Candidate, Result]]:
         """The first Pareto front of every successful candidate so far, sorted by the objectives in order
         (best first, ties by id), cut to its first ``k`` (the whole front for ``None``)."""
-        ranked = [(c, r) for c, r in super().best(None) if math.isfinite(self.sort_key(r)[0])]
-        return [ranked[i] for i in pareto_front([self.sort_key(r) for _, r in ranked])][:k]
+        return first_front(super().best(None), self.objectives, k)
 
     @property
     def parents(self) -> list[str]:

@@ -198,3 +198,28 @@ class SpaceContract:
                 for bad in (None, True, 1.5, [], {}, out_of_range, f"{value}x"):
                     error = expect_genome_error(space, _replaced(genome, keys, bad))
                     assert error.field == field and f"`{field}`" in str(error), (bad, str(error))
+
+    def test_decisions_compose_and_decompose_every_genome(self, space: SearchSpace) -> None:
+        """The decision view (what ``reinforce`` and ``tpe`` search through): every genome is its decisions'
+        choices, asked in order, named after its flatten columns; any choices make a valid genome or ``None``."""
+        decisions = {decision.name: decision for decision in space.decisions()}
+        assert len(decisions) == len(space.decisions()) and set(decisions) <= set(space.flatten(space.sample(_rng())))
+        for decision in decisions.values():
+            _assert_plain_json(list(decision.choices))
+            assert len(set(decision.choices)) == len(decision.choices) >= 1, decision
+            assert not decision.ordered or list(decision.choices) == list(
+                range(decision.choices[0], decision.choices[0] + len(decision.choices))), decision
+        for genome in genomes(space):
+            chosen = space.decompose(genome)
+            assert all(chosen[name] in decisions[name].choices for name in chosen), chosen
+            asked: list[str] = []
+            assert space.compose(lambda d: asked.append(d.name) or chosen[d.name]) == genome
+            assert asked == list(chosen), "compose asked other decisions than decompose names, or in another order"
+        rng, made = _rng(), 0
+        for _ in range(DRAWS):
+            genome = space.compose(lambda d: d.choices[int(rng.integers(len(d.choices)))])
+            if genome is not None:
+                made += 1
+                assert space.validate(genome) == genome
+                _assert_plain_json(genome)
+        assert made > DRAWS // 2, "uniform choices rarely make a genome: a policy over them would mostly waste draws"

@@ -23,7 +23,7 @@ import numpy as np
 
 from nas.operators.crossover import one_point_crossover
 from nas.operators.mutation import resample_genes
-from nas.spaces.base import Genome, GenomeError, SearchSpace
+from nas.spaces.base import Choose, Decision, Genome, GenomeError, SearchSpace
 from nas.strategies.base import OPERATORS, Candidate, Result, Strategy
 
 #: How many to ask at each step of :func:`drive`, in a cycle.
@@ -77,6 +77,12 @@ class IntSpace(SearchSpace):
 
     def params(self) -> dict[str, Any]:
         return {"genes": self.genes, "values": self.values}
+
+    def decisions(self) -> list[Decision]:
+        return [Decision(f"g{i}", tuple(range(self.values))) for i in range(self.genes)]
+
+    def compose(self, choose: Choose) -> Genome:
+        return {"genes": [choose(decision) for decision in self.decisions()]}
 
     def spec(self) -> dict[str, Any]:
         return {

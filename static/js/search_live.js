@@ -247,25 +247,26 @@
     }
   }
 
-  // The Pareto front changes shape as results come: redraw it from the server, at most every three seconds.
-  let paretoTimer = null;
-  function refreshParetoSoon() {
-    const el = chart("pareto");
-    if (!el || paretoTimer) return;
-    paretoTimer = setTimeout(async () => {
-      paretoTimer = null;
-      const response = await fetch(root.dataset.pareto);
+  // Figures that change shape as results come (the Pareto front; the strategy's beliefs, kept with each
+  // search.progress): redrawn from the server (the URL in the page's data-<name>), each at most every 3 seconds.
+  const redrawTimers = {};
+  function redrawSoon(name) {
+    const el = chart(name);
+    if (!el || redrawTimers[name]) return;
+    redrawTimers[name] = setTimeout(async () => {
+      redrawTimers[name] = null;
+      const response = await fetch(root.dataset[name]);
       if (response.ok) { const figure = await response.json(); Plotly.react(el, figure.data, figure.layout, CONFIG); }
     }, 3000);
   }
 
   function apply(event) {
-    if (event.type === "individual.finished") { addPoint(event.data); refreshParetoSoon(); }
+    if (event.type === "individual.finished") { addPoint(event.data); redrawSoon("pareto"); }
     else if (event.type === "individual.started") {
       if (!state.plotted.has(event.data.number) && event.data.started) state.running[event.data.number] = event.data;
       if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
     }
-    else if (event.type === "search.progress") progress(event);
+    else if (event.type === "search.progress") { progress(event); redrawSoon("beliefs"); }
     else if (event.type === "individual.progress") { growCurve(event.data); return; }
     else if (event.type === "search.status") {
       state.status = event.data.status;

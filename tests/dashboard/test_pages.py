@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from webapp.dashboard.architecture_form import DEFAULTS, SearchForm
+from evaluators import budget
+from webapp.dashboard.architecture_form import DEFAULTS, SearchForm, form_name
 from webapp.searches.config import check_config
 from webapp.searches.models import Search
 
@@ -79,6 +80,26 @@ def test_the_form_defaults_are_a_short_real_digits_search():
     assert config["strategy"]["params"]["max_evaluations"] <= 30 and config["training"]["epochs"] <= 3
     no_weights = SearchForm(data={**DEFAULTS, "keep_weights": "0"})
     assert no_weights.is_valid() and no_weights.config["evaluation"]["keep_weights"] == 0
+
+
+def test_the_explorers_from_the_form_take_their_own_defaults_and_their_parameters_clash_with_no_field():
+    """Strategy parameters share the form with the budget's fields: a parameter named like one (reinforce's
+    learning rate was) would take that field's value."""
+    from nas.strategies import STRATEGIES
+
+    budget_fields = {form_name(name) for name in budget.rules()}
+    for cls in STRATEGIES.values():
+        assert not {p.name for p in cls.PARAMS} & (budget_fields | set(SearchForm.base_fields)), cls.name
+    reinforce = SearchForm(data={**DEFAULTS, "strategy": "reinforce", "entropy": "0.1"})
+    assert reinforce.is_valid(), reinforce.errors
+    assert reinforce.config["strategy"]["params"] == {"objectives": [["fitness", "max"]], "policy_learning_rate": 0.3,
+                                                      "entropy": 0.1, "baseline_decay": 0.9, "max_evaluations": 24}
+    assert reinforce.config["training"]["learning_rate"] == DEFAULTS["learning_rate"]
+    tpe = SearchForm(data={**DEFAULTS, "strategy": "tpe", "objectives": "accuracy:max, params:min"})
+    assert tpe.is_valid(), tpe.errors
+    assert tpe.config["strategy"]["params"]["objectives"] == [["accuracy", "max"], ["params", "min"]]
+    two = SearchForm(data={**DEFAULTS, "strategy": "reinforce", "objectives": "accuracy:max, params:min"})
+    assert not two.is_valid() and "one reward" in str(two.errors["objectives"])
 
 
 def test_create_then_launch_from_the_form(owner_client):

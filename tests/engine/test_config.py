@@ -47,12 +47,32 @@ def test_a_partial_section_keeps_the_defaults_of_the_rest():
     ({"evaluation": {"mode": "simulated", "duration": -1}}, "evaluation.duration"),
     ({"evaluation": {"mode": "simulated", "faults": {"kill": "all"}}}, "evaluation.faults"),
     ({"pool": "eval queue!"}, "pool"),
+    ({"strategy": {"name": "reinforce", "params": {"objectives": [["accuracy", "max"], ["params", "min"]]}}},
+     "strategy.params.objectives"),
+    ({"strategy": {"name": "reinforce", "params": {"policy_learning_rate": -1}}},
+     "strategy.params.policy_learning_rate"),
+    ({"strategy": {"name": "tpe", "params": {"startup_trials": 0}}}, "strategy.params.startup_trials"),
+    ({"strategy": {"name": "tpe", "params": {"population": 10}}}, "strategy.params"),
 ])
 def test_every_bad_value_names_its_field(data, field):
     with pytest.raises(ConfigError) as error:
         check_config(data)
     assert error.value.field == field
     assert str(error.value).startswith(f"{field}: ")
+
+
+def test_the_explorers_take_their_defaults_and_say_why_reinforce_takes_one_objective():
+    reinforce = check_config({"strategy": {"name": "reinforce"}})["strategy"]
+    assert reinforce["params"] == {"objectives": [["fitness", "max"]], "policy_learning_rate": 0.3, "entropy": 0.05,
+                                   "baseline_decay": 0.9, "max_evaluations": 400}
+    tpe = check_config({"strategy": {"name": "tpe", "params": {
+        "objectives": [["accuracy", "max"], ["params", "min"]], "max_evaluations": 50}}})["strategy"]
+    assert tpe["params"] == {"objectives": [["accuracy", "max"], ["params", "min"]], "startup_trials": 10,
+                             "ei_candidates": 24, "max_evaluations": 50}
+    with pytest.raises(ConfigError, match="reinforce learns from one reward.*choose nsga2 or tpe"):
+        check_config({"strategy": {"name": "reinforce", "params": {"objectives": [["a", "max"], ["b", "min"]]}}})
+    with pytest.raises(ConfigError, match="objective latency needs the latency measured"):
+        check_config({"strategy": {"name": "tpe", "params": {"objectives": [["latency", "min"]]}}})
 
 
 def test_generations_bound_the_plan_when_there_is_no_budget():
@@ -66,6 +86,8 @@ def test_generations_bound_the_plan_when_there_is_no_budget():
     ({"strategy": {"params": {"population": 10**9}}}, "strategy.params.population"),
     ({"strategy": {"params": {"max_evaluations": 10**12}}}, "strategy.params.max_evaluations"),
     ({"strategy": {"seed": 2**70}}, "strategy.seed"),
+    ({"strategy": {"name": "tpe", "params": {"max_evaluations": 10_001}}}, "strategy.params.max_evaluations"),
+    ({"strategy": {"name": "tpe", "params": {"ei_candidates": 10**6}}}, "strategy.params.ei_candidates"),
     ({"strategy": {"name": "generational", "params": {"generations": 10**7}}}, "strategy.params.generations"),
     ({"strategy": {"name": "nsga2", "params": {"objectives": [[f"m{i}", "max"] for i in range(50)]}}},
      "strategy.params.objectives"),

@@ -67,6 +67,23 @@ def test_create_applies_overrides_and_actions_check_the_state(tmp_path, capsys):
 
 
 @pytest.mark.django_db
+def test_the_explorers_are_created_from_the_terminal_and_reinforce_refuses_two_objectives(tmp_path):
+    owner()
+    config = tmp_path / "search.json"
+    config.write_text(json.dumps(simulated_config()))
+    call_command("search", "create", "--name", "bo", "--config", str(config), "--owner", "tester",
+                 "--set", 'strategy={"name": "tpe", "params": {"max_evaluations": 60}}',
+                 "--set", 'strategy.params.objectives=[["accuracy", "max"], ["params", "min"]]')
+    params = Search.objects.get().config["strategy"]["params"]
+    assert params["objectives"] == [["accuracy", "max"], ["params", "min"]] and params["max_evaluations"] == 60
+    with pytest.raises(CommandError, match=r"strategy\.params\.objectives.*one reward.*nsga2 or tpe"):
+        call_command("search", "create", "--name", "rl", "--config", str(config), "--owner", "tester",
+                     "--set", 'strategy={"name": "reinforce"}',
+                     "--set", 'strategy.params.objectives=[["accuracy", "max"], ["params", "min"]]')
+    assert Search.objects.count() == 1
+
+
+@pytest.mark.django_db
 def test_a_draft_is_edited_from_the_terminal_until_it_is_launched(capsys, redis_url, settings):
     from webapp.messaging import transport
 

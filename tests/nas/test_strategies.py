@@ -26,6 +26,8 @@ CONFIGS = {
     "generational": {"population": 6, "generations": 5},
     "regularized": {"population": 6, "sample_size": 3, "max_evaluations": 24},
     "nsga2": {"population": 6, "generations": 5},
+    "reinforce": {"max_evaluations": 24},
+    "tpe": {"startup_trials": 4, "max_evaluations": 24},
 }
 
 
@@ -183,7 +185,7 @@ def test_nsga2_reads_fitness_as_an_objective():
 
 
 def test_registry_names_and_defaults_build():
-    assert list(STRATEGIES) == ["random", "generational", "regularized", "nsga2"]
+    assert list(STRATEGIES) == ["random", "generational", "regularized", "nsga2", "reinforce", "tpe"]
     space = get_space("chain")
     for name, cls in STRATEGIES.items():
         description = json.loads(json.dumps(cls.describe_params()))
@@ -208,6 +210,11 @@ def test_registry_names_and_defaults_build():
         ("random", {"population": 5}, ["'population'", "max_evaluations"]),
         ("nsga2", {"objectives": [["accuracy", "up"]]}, ["`objectives`", "'up'"]),
         ("nsga2", {"objectives": []}, ["`objectives`", "[]"]),
+        ("reinforce", {"objectives": [["accuracy", "max"], ["params", "min"]]},
+         ["`objectives`", "one reward", "nsga2 or tpe", "'params'"]),
+        ("reinforce", {"objectives": [["accuracy", "up"]]}, ["`objectives`", "one [name", "'up'"]),
+        ("reinforce", {"policy_learning_rate": -0.1}, ["`policy_learning_rate`", "[0.0, 10.0]", "-0.1"]),
+        ("reinforce", {"baseline_decay": 1.0}, ["`baseline_decay`", "[0.0, 0.999]"]),
     ],
 )
 def test_bad_parameters_are_named(name, params, words):
@@ -218,7 +225,7 @@ def test_bad_parameters_are_named(name, params, words):
 
 
 def test_unknown_names_and_seeds_are_refused():
-    with pytest.raises(ValueError, match="random, generational, regularized, nsga2"):
+    with pytest.raises(ValueError, match="random, generational, regularized, nsga2, reinforce, tpe"):
         get_strategy("annealing", get_space("pelee"))
     with pytest.raises(ValueError, match="`seed`"):
         get_strategy("random", get_space("pelee"), -1)

@@ -37,8 +37,10 @@ def build(config: dict[str, Any]) -> Pruner:
     pruner = dict(config.get("pruner") or {"name": "none"})
     name = pruner.pop("name", "none")
     strategy = config["strategy"]
-    if name == "curve" and strategy["name"] == "nsga2" and pruner.get("known_objectives") is None:
-        known = [pair for pair in strategy["params"]["objectives"] if pair[0] in KNOWN_BEFORE_TRAINING]
+    objectives = strategy["params"].get("objectives") or []
+    multi = strategy["name"] == "nsga2" or len(objectives) > 1  # a front is sought (nsga2, tpe with several)
+    if name == "curve" and multi and pruner.get("known_objectives") is None:
+        known = [pair for pair in objectives if pair[0] in KNOWN_BEFORE_TRAINING]
         pruner["known_objectives"] = known or None
     if name == "curve" and pruner.get("upper") is None:
         pruner["upper"] = 1.0  # the watched metric is an accuracy

@@ -190,9 +190,10 @@ def save_strategy(search: Search, strategy: Strategy) -> None:
 
 
 def save_progress(search: Search, strategy: Strategy, recorded: list[Individual]) -> dict[str, Any]:
-    """After results: the strategy's state, the kept files of the best, the best and the counts, saved together;
-    returns the ``search.progress`` event's data."""
+    """After results: the strategy's state and beliefs, the kept files of the best, the best and the counts, saved
+    together; returns the ``search.progress`` event's data."""
     strategy_store.save(search, strategy)
+    strategy_store.save_beliefs(search, strategy)
     _plan(search, strategy)
     kept.keep_best(search, recorded)
     numbers = [candidate.id for candidate, _ in strategy.best(BEST)]  # the strategy's order (nsga2: its front)

@@ -13,12 +13,15 @@ from typing import Any
 
 from nas.spaces.base import SearchSpace
 from nas.strategies import Strategy, strategy_from_state
+from webapp.searches import beliefs
 from webapp.searches.models import ArchiveRow, Search
 
 #: The state's key that holds how many rows of each append-only list belong to it.
 ROWS = "archive_rows"
 #: The state's key that holds the search's pruner state (``webapp.control.pruning``), saved beside the strategy's.
 PRUNER = "pruner"
+#: What else the state keeps beside the strategy's own: the pruner's, and the strategy's beliefs over time.
+BESIDE = (PRUNER, beliefs.KEY)
 
 
 def save(search: Search, strategy: Strategy) -> None:
@@ -36,7 +39,15 @@ def save(search: Search, strategy: Strategy) -> None:
                     for i in range(have.get(key, 0), len(entries)))
     if rows:
         ArchiveRow.objects.bulk_create(rows)
-    search.strategy_state = {**state, ROWS: counts, **({PRUNER: saved[PRUNER]} if PRUNER in saved else {})}
+    search.strategy_state = {**state, ROWS: counts, **{key: saved[key] for key in BESIDE if key in saved}}
+
+
+def save_beliefs(search: Search, strategy: Strategy) -> None:
+    """After results: what the strategy believes now, added to what its state keeps (``webapp.searches.beliefs``;
+    nothing for a strategy that shows no beliefs). The caller saves the search."""
+    found = strategy.beliefs()
+    if found is not None:
+        search.strategy_state[beliefs.KEY] = beliefs.recorded(search.strategy_state.get(beliefs.KEY), found)
 
 
 def load(search: Search, space: SearchSpace) -> Strategy:
@@ -44,7 +55,8 @@ def load(search: Search, space: SearchSpace) -> Strategy:
     expected: rows and state are written in one transaction) are deleted, so the next save can write those
     places again."""
     state: dict[str, Any] = dict(search.strategy_state)
-    state.pop(PRUNER, None)
+    for key in BESIDE:
+        state.pop(key, None)
     if ROWS in state:
         counts = state.pop(ROWS)
         for key, count in counts.items():

@@ -19,6 +19,7 @@ from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.dashboard import charts, snapshots
+from webapp.dashboard.beliefs_chart import search_beliefs
 from webapp.dashboard.access import api_login_required, owned_search
 from webapp.dashboard.api_errors import json_error as _error
 from webapp.dashboard.pages import ACTIONS
@@ -172,6 +173,18 @@ def pareto(request: HttpRequest, search_id: int) -> JsonResponse:
     figure = charts.pareto(queries.pareto_points(search), queries.objectives_of(search))
     if figure is None:
         return _error("This search has a single objective: no Pareto front.", 404)
+    return JsonResponse(figure)
+
+
+@api_login_required
+@require_GET
+@clean_query
+def beliefs(request: HttpRequest, search_id: int) -> JsonResponse:
+    """The beliefs panel alone (the live page refreshes it as results come), or 404 for a strategy that shows
+    none (only ``reinforce`` and ``tpe`` do)."""
+    figure = search_beliefs(owned_search(request, search_id))
+    if figure is None:
+        return _error("This search's strategy shows no beliefs (reinforce and tpe do).", 404)
     return JsonResponse(figure)
 
 

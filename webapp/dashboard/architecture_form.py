@@ -32,8 +32,7 @@ TEMPLATE = "dashboard/search_form.html"
 #: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
 DEFAULTS: dict[str, Any] = {
     "name": "digits search", "space": "chain", "strategy": "regularized", "population": 8, "sample_size": 3,
-    "generations": 3, "max_evaluations": 24, "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1,
-    "objectives": "accuracy:max, params:min", "seed": 0, "dataset": "digits", "pool": "eval",
+    "generations": 3, "max_evaluations": 24, "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1, "seed": 0, "dataset": "digits", "pool": "eval",
     "evaluation": "train", "sim_duration": SIMULATED_FIELDS["duration"][0],
     "keep_weights": TRAINED_FIELDS["keep_weights"][0],
     **{_name: value for _name, value in budget.defaults().items() if _name != "seed" and value is not None},
@@ -43,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
 
 def pruner_params() -> dict[str, dict[str, Any]]:
     """Every pruner parameter a form shows (by name, as ``pruner_<name>``), with the pruners that take it; the
-    multi-objective ``known_objectives`` is filled from nsga2's objectives by the engine, not asked."""
+    multi-objective ``known_objectives`` is filled from the strategy's objectives (nsga2, tpe) by the engine, not asked."""
     params: dict[str, dict[str, Any]] = {}
     for name, cls in PRUNERS.items():
         for described in cls.describe_params():
@@ -74,8 +73,11 @@ def _param_field(described: dict[str, Any]) -> forms.Field:
     attrs = {"data-strategies": " ".join(described["strategies"])}
     help_text = described["help"] + " Blank: the strategy's default" + (" (no limit)." if described["optional"] else ".")
     if described["type"] == "objectives":
+        defaults = "; ".join(f"{name}: {format_objectives(STRATEGIES[name].default_params()['objectives'])}"
+                             for name in described["strategies"])
         return forms.CharField(label=described["label"], required=False, help_text='Pairs "name:max" or "name:min", '
-                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness; latency when measured).",
+                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness; latency when "
+                               f"measured). Blank: the strategy's default ({defaults}).",
                                widget=forms.TextInput(attrs=attrs))
     kind = forms.IntegerField if described["type"] == "int" else forms.FloatField
     return kind(label=described["label"], required=False, min_value=described["low"], max_value=described["high"],
@@ -94,6 +96,10 @@ def _budget_field(name: str, rule: budget.FieldRule) -> forms.Field:
     kind = forms.IntegerField if rule.kind is int else forms.FloatField
     return kind(label=rule.label, help_text=rule.help, required=not rule.optional, min_value=rule.low,
                 max_value=rule.high, widget=forms.NumberInput(attrs={"step": "1" if rule.kind is int else "any"}))
+
+
+def format_objectives(pairs) -> str:
+    return ", ".join(f"{name}:{direction}" for name, direction in pairs)
 
 
 def parse_objectives(text: str) -> list[list[str]]:
@@ -161,7 +167,7 @@ class SearchForm(forms.Form):
         strategy, evaluation = config["strategy"], config["evaluation"]
         params = dict(strategy["params"])
         if "objectives" in params:
-            params["objectives"] = ", ".join(f"{n}:{d}" for n, d in params["objectives"])
+            params["objectives"] = format_objectives(params["objectives"])
         initial = {**DEFAULTS, **{k: v for k, v in params.items()}, "name": name, "space": config["space"]["name"],
                    "strategy": strategy["name"], "seed": strategy["seed"], "dataset": config["dataset"],
                    "pool": config["pool"], "evaluation": evaluation["mode"],

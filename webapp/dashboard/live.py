@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from webapp.dashboard import charts
+from webapp.dashboard.beliefs_chart import search_beliefs
 from webapp.dashboard.curve_chart import search_curves
 from webapp.searches import accounting
 from webapp.searches.pruning_stats import saved_epochs
@@ -26,6 +27,9 @@ def snapshot(search: Search) -> dict[str, Any]:
     figures = charts.search_figures(points, summary, queries.speedup_history(search, points), start,
                                     queries.pareto_points(search), objectives, running, now)
     figures["curves"] = search_curves(search)
+    panel = search_beliefs(search)
+    if panel is not None:
+        figures["beliefs"] = panel
     return {
         "seq": seq, "search": queries.search_row(search), "summary": summary, "figures": figures,
         "plotted": [p["number"] for p in points], "start": start, "objectives": objectives,

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.dashboard import architecture, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
+from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import individual_curve
 from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
@@ -84,6 +85,7 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
     return render(request, "dashboard/search_detail.html", {
         "search": search, "row": queries.search_row(search), "nodes": queries.nodes_of(search),
         "config_json": json.dumps(search.config, indent=2), "multi": bool(queries.objectives_of(search)),
+        "beliefs": beliefs_kind(search),
         "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
         "pruning_text": describe_pruning(search.stats),
     })

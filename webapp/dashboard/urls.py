@@ -28,6 +28,7 @@ urlpatterns = [
     path("api/searches/<int:search_id>/events/", api.events, name="api-events"),
     path("api/searches/<int:search_id>/individuals/", api.individuals, name="api-individuals"),
     path("api/searches/<int:search_id>/pareto/", api.pareto, name="api-pareto"),
+    path("api/searches/<int:search_id>/beliefs/", api.beliefs, name="api-beliefs"),
     path("api/searches/<int:search_id>/weights/", weights_pages.figures, name="api-weights"),
     path("api/searches/<int:search_id>/<str:action>/", api.action, name="api-action"),
 ]
