@@ -24,6 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
 
+from webapp.dashboard.layer_receive import abandonable
 from webapp.searches import broadcast
 from webapp.services.queries import visible_searches
 
@@ -52,6 +53,15 @@ def _events_after(search_id: int, seq: int) -> list[dict]:
 class SearchConsumer(AsyncJsonWebsocketConsumer):
     joined = False
     accepted = False
+
+    @property
+    def channel_receive(self):
+        return self._channel_receive
+
+    @channel_receive.setter
+    def channel_receive(self, receive) -> None:
+        # Channels sets it on each call and waits for it when the consumer ends: see layer_receive why it must not
+        self._channel_receive = abandonable(receive)
 
     async def __call__(self, scope, receive, send) -> None:
         try:
