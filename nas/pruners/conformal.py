@@ -1,15 +1,15 @@
 """Where a partial learning curve will end, with an interval calibrated on the search's own completed curves:
 split conformal prediction over look-alike prefixes (stdlib + numpy).
 
-What it does. A partial curve cut at step ``t`` (its latest report) is summarised by its **level** ``m`` (the mean
-of its last :data:`LEVEL_POINTS` values) and its **prefix**: its values at :data:`GRID` evenly spaced steps in
+What it does. A partial curve cut at step ``t`` (its latest report) is summarised by its **level** ``m`` (its
+latest value; the mean of its last :data:`LEVEL_POINTS`) and its **prefix**: its values at :data:`GRID` evenly spaced steps in
 ``(0, t]`` (linear interpolation). Every completed curve that reached the full budget is a **reference**: cut at
 the same ``t``, it has a level ``m_j`` and a prefix too, and its final ``F_j`` is known, so its **normalised
 residual** (its conformity score) is ``r_j = (F_j - m_j) / s_j``, with ``s_j`` the headroom ``cap - m_j`` to the
-best value the metric can take (``upper``; 1 for an accuracy): the share of the remaining headroom it gained (or,
-negative, lost) after ``t``. Without a cap, ``s = 1`` (plain residuals). The **look-alikes** are the
-``neighbours`` references whose prefixes are nearest to this one (Euclidean distance after dividing each grid
-point by the references' spread there, ties by id). From their sorted scores ``r_(1) <= ... <= r_(n)``, the
+best value the metric can take (``upper``; 1 for an accuracy), at least :data:`MIN_HEADROOM`: the share of the
+remaining headroom it gained (or, negative, lost) after ``t``. Without a cap, ``s = 1`` (plain residuals). The **look-alikes** are the
+``neighbours`` references whose prefixes are nearest to this one (root mean square distance after dividing each
+grid point by the references' spread there, ties by id). From their sorted scores ``r_(1) <= ... <= r_(n)``, the
 interval at miscoverage ``alpha`` on each side is::
 
     low  = m + s * r_(floor(alpha (n + 1)))       (-inf when that rank is 0)
@@ -43,12 +43,16 @@ import math
 
 import numpy as np
 
-#: The prefix is compared at this many evenly spaced steps in (0, t].
-GRID = 6
-#: The level of a curve is the mean of its latest values (fewer when it has fewer).
-LEVEL_POINTS = 3
-#: The smallest headroom a score is divided by (a curve at its cap).
-MIN_HEADROOM = 1e-3
+#: The prefix is compared at these shares of ``t``.
+SHARES = np.arange(1, 7) / 6
+GRID = len(SHARES)
+#: The level of a curve is the mean of its latest values (1: its latest value; a mean of several lags behind a
+#: rising curve by a different amount for each slope, which blurred the look-alikes' scores on the benchmark).
+LEVEL_POINTS = 1
+#: The smallest headroom a score is divided by: below it, plain residuals (times 4). A curve near the cap whose
+#: noise or fall moves it by 0.05 would otherwise score -0.05 / 0.01 = -5 headrooms, and lend that to a curve with
+#: headroom 0.5 (on the benchmark, 1e-3 gave lower bounds below -4 and stopped fewer: 1.1-1.4x against 1.2-1.6x).
+MIN_HEADROOM = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +97,7 @@ def cut_many(steps: np.ndarray, values: np.ndarray, t: float, cap: float | None)
     ``cap``, or 1) and which rows have a point at or before ``t``. Vectorised: one call for all the references."""
     seen = (steps <= t + 1e-9).sum(axis=1)  # points at or before t, per row
     rows = np.arange(len(steps))[:, None]
-    grid = t * np.arange(1, GRID + 1) / GRID
+    grid = t * SHARES
     after = (steps[:, None, :] <= grid[None, :, None] + 1e-12).sum(axis=2)  # points at or before each grid step
     last = np.maximum(seen - 1, 0)[:, None]
     left, right = np.minimum(np.maximum(after - 1, 0), last), np.minimum(after, last)
@@ -124,12 +128,14 @@ def score(reference: Cut, final: float) -> float:
 
 
 def look_alikes(prefix: np.ndarray, prefixes: np.ndarray, count: int) -> np.ndarray:
-    """The indices of the ``count`` rows of ``prefixes`` nearest to ``prefix`` (each grid point divided by the rows'
-    spread there), nearest first; a tie goes to the lower index (the references are in the order of ids)."""
+    """The indices of the ``count`` rows of ``prefixes`` nearest to ``prefix``, nearest first. The distance is the
+    root mean square over the grid of the differences divided by the rows' spread at each grid point; a tie goes
+    to the lower index (the references are in the order of ids)."""
+    if not len(prefixes):
+        return np.zeros(0, int)
     spread = prefixes.std(axis=0) + 1e-9
-    distance = (((prefixes - prefix) / spread) ** 2).sum(axis=1)
-    order = np.lexsort((np.arange(len(distance)), distance))
-    return order[:count]
+    distance = np.sqrt((((prefixes - prefix) / spread) ** 2).mean(axis=1))
+    return np.lexsort((np.arange(len(distance)), distance))[:count]
 
 
 def interval(mine: Cut, scores: np.ndarray, alpha: float, cap: float | None = None) -> Interval:

@@ -38,6 +38,9 @@ from nas.pruners.base import AUDIT, GO_ON, MIN_STEPS, Decision, Pruner
 from nas.strategies.archive import Param
 from nas.strategies.objectives import check_objectives
 
+#: A completed candidate counts in the value to beat at the mean of its latest this many reports.
+SETTLE_POINTS = 3
+
 TOP_K = Param("k", "int", "Stop a candidate unlikely to beat the k-th best completed one.", low=1, high=10_000,
               label="Compare with the k-th best")
 THRESHOLD = Param("threshold", "float", "Stop when the chance that its final beats the value to beat is at most "
@@ -62,7 +65,7 @@ class CurvePruner(Pruner):
     name = "curve"
     PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, THRESHOLD, MIN_POINTS, NEIGHBOURS, AUDIT, UPPER, KNOWN)
     DEFAULTS: ClassVar[dict[str, Any]] = {"min_steps": 1.0, "k": 5, "threshold": 0.05, "min_points": 4,
-                                          "neighbours": 40, "audit": 0.0, "upper": None, "known_objectives": None}
+                                          "neighbours": 20, "audit": 0.0, "upper": None, "known_objectives": None}
     k: int
     threshold: float
     min_points: int
@@ -161,7 +164,7 @@ class CurvePruner(Pruner):
             if mine is None:
                 return None
             count = int(max(self.neighbours, min(conformal.references_needed(self.threshold), 10**9)))
-            chosen = conformal.look_alikes(mine.prefix, prefixes, count) if len(scores) else np.zeros(0, int)
+            chosen = conformal.look_alikes(mine.prefix, prefixes, count)
             cache[key] = (signature, conformal.interval(mine, scores[chosen], self.threshold, self._cap()))
         return cache[key][1]
 
@@ -170,7 +173,7 @@ class CurvePruner(Pruner):
     def _to_beat(self, key: str) -> tuple[float | None, str]:
         completed = self._completed()
         if not self.known_objectives:
-            values = [final for _, final in sorted(completed.items())]
+            values = [self._settled(other, final) for other, final in sorted(completed.items())]
             for other, curve in sorted(self._curves.items()):  # the running ones, at their lower bound
                 if (other == key or other in self._finals or other in self._stopped
                         or len(curve) < self.min_points or curve[-1][0] < self.min_steps):
@@ -187,9 +190,17 @@ class CurvePruner(Pruner):
                   if k in self._known and all(a >= b for a, b in zip(self._known[k], mine))]
         return (max(rivals) if rivals else None), "escaping domination by the front"
 
+    def _settled(self, key: str, final: float) -> float:
+        """A completed candidate's value in the bar: the mean of its latest reports (its level), not its last
+        noisy one (the k-th best of noisy finals is biased upwards: noise would raise the bar)."""
+        curve = self._curves.get(key, [])
+        if not curve or curve[-1][0] < self.max_steps - 1e-9:
+            return final
+        return float(np.mean([v for _, v in curve[-SETTLE_POINTS:]]))
+
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
-        if len(curve) < self.min_points:
-            return GO_ON
+        if len(curve) < self.min_points or curve[-1][0] >= self.max_steps - 1e-9:
+            return GO_ON  # at the end of its budget there is nothing left to save
         made = self._interval(key)
         if made is None:
             return GO_ON
