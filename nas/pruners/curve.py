@@ -141,7 +141,8 @@ class CurvePruner(Pruner):
         """The prefixes (rows) and scores of the reference curves cut at ``t``; cached per ``t`` and number of
         completed candidates."""
         cache = self.__dict__.setdefault("_reference_cache", {})
-        signature = (t, len(self._finals))
+        self._reference_curves()
+        signature = (t, len(self._padded[1]))  # the references are only ever added
         if signature not in cache:
             steps, values, finals = self._reference_curves()
             prefixes, levels, scales, seen = conformal.cut_many(steps, values, t, self._cap())
@@ -155,7 +156,8 @@ class CurvePruner(Pruner):
         curve = self._curves.get(key, [])
         if not curve:
             return None
-        signature = (len(curve), len(self._finals))
+        self._reference_curves()
+        signature = (len(curve), len(self._padded[1]))
         cache = self.__dict__.setdefault("_interval_cache", {})
         if key not in cache or cache[key][0] != signature:
             t = curve[-1][0]
@@ -193,10 +195,12 @@ class CurvePruner(Pruner):
     def _settled(self, key: str, final: float) -> float:
         """A completed candidate's value in the bar: the mean of its latest reports (its level), not its last
         noisy one (the k-th best of noisy finals is biased upwards: noise would raise the bar)."""
-        curve = self._curves.get(key, [])
-        if not curve or curve[-1][0] < self.max_steps - 1e-9:
-            return final
-        return float(np.mean([v for _, v in curve[-SETTLE_POINTS:]]))
+        cache = self.__dict__.setdefault("_settled_cache", {})  # a completed curve never changes
+        if key not in cache:
+            curve = self._curves.get(key, [])
+            latest = [v for _, v in curve[-SETTLE_POINTS:]]
+            cache[key] = final if not curve or curve[-1][0] < self.max_steps - 1e-9 else sum(latest) / len(latest)
+        return cache[key]
 
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
         if len(curve) < self.min_points or curve[-1][0] >= self.max_steps - 1e-9:
