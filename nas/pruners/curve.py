@@ -9,10 +9,16 @@ level ``1 - 2 threshold`` (90% at the default 0.05) is made from its ``neighbour
 as bound the interval: 19 at 0.05), and it is stopped when the interval's upper bound is below the value to beat:
 ``P(final > upper bound) <= threshold``, so ``threshold`` keeps its meaning, the probability of stopping one that
 would have beaten the bar (on average over the candidates, under the look-alikes' exchangeability). Until enough
-comparable curves completed, the upper bound is infinite and nothing is stopped. The value to beat is the
-``k``-th best among the completed candidates' finals and the running candidates' lower bounds (each above their
-final with probability at most ``threshold``): the population's pessimistic ``k``-th best, so a search prunes
-before ``k`` candidates completed. Multi-objective (nsga2): with ``known_objectives`` (objectives known before
+comparable curves completed, the upper bound is infinite and nothing is stopped; at the budget's last report there
+is nothing left to save, so nothing is stopped either. The value to beat is the ``k``-th best among the completed
+candidates' settled finals (the mean of their last :data:`SETTLE_POINTS` reports: the ``k``-th best of noisy
+finals is biased upwards) and the running candidates' lower bounds (each above their final with probability at
+most ``threshold``): the population's pessimistic ``k``-th best.
+
+What it does not promise. The guarantee is marginal, per report: a candidate judged at 15 reports has 15 chances
+to be stopped by mistake, and the eventual best of a search is, almost by definition, better than its
+look-alikes, which is where a marginal bound is weakest. ``benchmarks/early_stop.py`` measures how often it stops
+the true best on mixes of curve shapes (``benchmarks/results/early_stop.md``). Multi-objective (nsga2): with ``known_objectives`` (objectives known before
 training, such as ``params``; given per candidate by :meth:`CurvePruner.know`), the value to beat is the best
 final among the completed candidates at least as good in every known objective: a candidate whose upper bound is
 below it is dominated, with the configured confidence.
@@ -110,21 +116,29 @@ class CurvePruner(Pruner):
 
     # --- the references: completed curves cut where a candidate is now (derived, cached) ----------------------
 
+    def _full_curve(self, key: str) -> list[list[float]]:
+        """A completed candidate's curve ending with its final at the end of the budget (the engine's last report
+        is the result, not a progress message: the final completes the curve)."""
+        curve, final = self._curves.get(key, []), self._finals.get(key)
+        if final is not None and (not curve or curve[-1][0] < self.max_steps - 1e-9):
+            return [*curve, [self.max_steps, final]]
+        return curve
+
     def _reference_curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The completed curves that reached the budget, in the order of ids, as :func:`conformal.pad` arrays, and
-        their finals; kept per number of completed candidates, the new ones inserted in place (finals are only
-        ever added, so the arrays are those a restored pruner builds at once)."""
+        """The curves of the candidates that completed with a final value (trained their full budget), in the
+        order of ids, as :func:`conformal.pad` arrays, and their finals; kept per number of completed candidates,
+        the new ones inserted in place (finals are only ever added, so the arrays are those a restored pruner
+        builds at once)."""
         count, keys, steps, values, finals = self.__dict__.get("_padded") or (-1, [], *conformal.pad([]), np.zeros(0))
         if count != len(self._finals):
             known = set(keys)
-            new = [k for k in sorted(self._finals) if k not in known and self._finals[k] is not None
-                   and self._curves.get(k) and self._curves[k][-1][0] >= self.max_steps - 1e-9]
+            new = [k for k in sorted(self._finals) if k not in known and self._finals[k] is not None]
             if len(new) > 8:  # many at once (a restored pruner): built whole
                 keys = sorted([*keys, *new])
-                steps, values = conformal.pad([self._curves[k] for k in keys])
+                steps, values = conformal.pad([self._full_curve(k) for k in keys])
                 finals, new = np.array([self._finals[k] for k in keys]), []
             for key in new:
-                curve = self._curves[key]
+                curve = self._full_curve(key)
                 row_steps, row_values = conformal.pad([curve])
                 width = max(steps.shape[1], row_steps.shape[1])
                 steps, row_steps = (np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=np.inf)
@@ -197,9 +211,8 @@ class CurvePruner(Pruner):
         noisy one (the k-th best of noisy finals is biased upwards: noise would raise the bar)."""
         cache = self.__dict__.setdefault("_settled_cache", {})  # a completed curve never changes
         if key not in cache:
-            curve = self._curves.get(key, [])
-            latest = [v for _, v in curve[-SETTLE_POINTS:]]
-            cache[key] = final if not curve or curve[-1][0] < self.max_steps - 1e-9 else sum(latest) / len(latest)
+            latest = [v for _, v in self._full_curve(key)[-SETTLE_POINTS:]]
+            cache[key] = sum(latest) / len(latest)
         return cache[key]
 
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
@@ -220,8 +233,8 @@ class CurvePruner(Pruner):
                  f"(from {made.references} look-alikes) at epoch {self.max_steps:g}"
         if to_beat is not None:
             beats = "beats " + words if not self.known_objectives else words
-            bar = f" {self.orient(to_beat):.4g}" if not self.known_objectives else ""
-            reason += f"; P({beats}{bar}) {'<=' if stop else '>'} {100 * self.threshold:.3g}%"
+            bar = f" ({words}: {self.orient(to_beat):.4g})" if not self.known_objectives else ""
+            reason += f"; P({beats}) {'<=' if stop else '>'} {100 * self.threshold:.3g}%{bar}"
             self._last_to_beat = to_beat
         return Decision(stop, reason, self.orient(made.predicted), spread, low=low, high=high)
 

@@ -84,7 +84,7 @@ def test_curve_stops_hopeless_and_keeps_promising():
         pruner.report("high", step, 0.97 - 0.6 * math.exp(-step / 3))
     low, high = pruner.should_stop("low"), pruner.should_stop("high")
     assert low.stop and not high.stop
-    assert "P(beats the 5th best" in low.reason and "90% interval [" in low.reason
+    assert "P(beats the 5th best) <= 5% (the 5th best: " in low.reason and "90% interval [" in low.reason
     assert low.low <= low.predicted <= low.high and high.predicted > 0.85
 
 
