@@ -98,8 +98,6 @@ def test_curve_stops_nothing_before_enough_completed_curves():
             pruner.report("hopeless", step, 0.01)
             decision = pruner.should_stop("hopeless")
             assert not decision.stop and decision.high is None, (threshold, step, decision)
-        _references(pruner, needed, seed=1)  # now enough (ids ref0.. again are known: the new ones count)
-        pruner.report("hopeless", 21, 0.01)
     pruner = get_pruner("curve", 0, "max", 20, min_steps=1, k=1, upper=1.0)
     _references(pruner, 19)
     for step in range(1, 6):
