@@ -180,7 +180,7 @@ class CurvePruner(Pruner):
             if mine is None:
                 return None
             count = int(max(self.neighbours, min(conformal.references_needed(self.threshold), 10**9)))
-            chosen = conformal.look_alikes(mine.prefix, prefixes, count)
+            chosen = conformal.look_alikes(mine.prefix, prefixes, count, conformal.RADIUS)
             cache[key] = (signature, conformal.interval(mine, scores[chosen], self.threshold, self._cap()))
         return cache[key][1]
 

@@ -78,10 +78,12 @@ def _references(pruner, count, seed=0, shapes=SHAPES, max_steps=20):
 
 def test_curve_stops_hopeless_and_keeps_promising():
     pruner = get_pruner("curve", 0, "max", 20, min_steps=3, k=5, upper=1.0)
-    _references(pruner, 60, shapes=("exponential",))
-    for step in range(1, 9):
-        pruner.report("low", step, 0.45 - 0.3 * math.exp(-step / 2))
-        pruner.report("high", step, 0.97 - 0.6 * math.exp(-step / 3))
+    _references(pruner, 80, shapes=("exponential",))
+    rng = np.random.default_rng(5)
+    low, high = (ShapedCurve.draw(rng, "exponential", 20.0, quality=q) for q in (0.02, 0.99))
+    for step in range(1, 13):
+        pruner.report("low", step, low.observe(step, rng))
+        pruner.report("high", step, high.observe(step, rng))
     low, high = pruner.should_stop("low"), pruner.should_stop("high")
     assert low.stop and not high.stop
     assert "P(beats the 5th best) <= 5% (the 5th best: " in low.reason and "90% interval [" in low.reason
@@ -93,16 +95,22 @@ def test_curve_stops_nothing_before_enough_completed_curves():
     however hopeless (19 at 0.05, 9 at 0.1)."""
     for threshold, needed in ((0.05, 19), (0.1, 9)):
         pruner = get_pruner("curve", 0, "max", 20, min_steps=1, k=1, threshold=threshold, upper=1.0)
-        _references(pruner, needed - 1)
-        for step in range(1, 21):
+        _references(pruner, needed - 1, shapes=("exponential",))
+        for step in range(1, 20):
             pruner.report("hopeless", step, 0.01)
             decision = pruner.should_stop("hopeless")
             assert not decision.stop and decision.high is None, (threshold, step, decision)
+
+
+def test_curve_does_not_stop_a_curve_unlike_any_completed_one():
+    """A prefix with no completed curve within the look-alike radius has an unbounded interval: nothing is known of
+    its future, so it goes on, however low it is."""
     pruner = get_pruner("curve", 0, "max", 20, min_steps=1, k=1, upper=1.0)
-    _references(pruner, 19)
-    for step in range(1, 6):
-        pruner.report("hopeless", step, 0.01)
-    assert pruner.should_stop("hopeless").stop
+    _references(pruner, 60, shapes=("exponential",))
+    for step in range(1, 20):
+        pruner.report("unlike", step, 0.01)
+        assert not pruner.should_stop("unlike").stop
+    assert pruner.prediction("unlike").high == math.inf
 
 
 def test_curve_stops_only_when_the_upper_bound_is_below_the_value_to_beat():
@@ -125,39 +133,49 @@ def test_curve_stops_only_when_the_upper_bound_is_below_the_value_to_beat():
 
 
 def test_curve_bounds_and_predictions_stay_below_the_best_possible_value():
-    pruner = get_pruner("curve", 0, "max", 20, upper=1.0)
-    _references(pruner, 30)
-    for step in range(1, 8):
-        pruner.report("a", step, min(1.0, 0.5 + 0.08 * step))  # a straight climb to 1
-    made = pruner.prediction("a")
-    assert made.high <= 1.0 and made.predicted <= 1.0 and made.low <= made.predicted
-    loss = get_pruner("curve", 0, "min", 20, upper=0.0)  # a loss: 0 is the best possible
-    rng = np.random.default_rng(0)
-    for cid in range(30):
-        curve = ShapedCurve.draw(rng, "exponential", 20.0)
-        for step in range(1, 21):
-            loss.report(cid, step, 1.0 - curve.observe(step, rng))
-        loss.complete(cid, 1.0 - curve.observe(20, rng))
-    for step in range(1, 8):
-        loss.report("a", step, max(0.0, 0.5 - 0.08 * step))
-    made = loss.prediction("a")
-    assert 0.0 <= made.low <= made.predicted <= made.high
+    for direction, sign, best in (("max", 1.0, 1.0), ("min", -1.0, 0.0)):  # an accuracy; a loss (1 - accuracy)
+        pruner = get_pruner("curve", 0, direction, 20, upper=best)
+        rng = np.random.default_rng(0)
+
+        def value(curve, step):
+            return curve.observe(step, rng) if sign > 0 else 1.0 - curve.observe(step, rng)
+
+        for cid in range(80):
+            curve = ShapedCurve.draw(rng, "exponential", 20.0)
+            for step in range(1, 21):
+                pruner.report(cid, step, value(curve, step))
+            pruner.complete(cid, value(curve, 20))
+        bounded = 0
+        for index, quality in enumerate((0.5, 0.7, 0.8, 0.9, 0.95, 0.99)):
+            curve = ShapedCurve.draw(rng, "exponential", 20.0, quality=quality)
+            for step in range(1, 9):
+                pruner.report(f"a{index}", step, value(curve, step))
+            made = pruner.prediction(f"a{index}")
+            if direction == "max":
+                assert made.predicted <= 1.0 and made.low <= made.predicted <= made.high
+                assert made.high <= 1.0 or made.high == math.inf
+            else:
+                assert made.predicted >= 0.0 and made.low <= made.predicted <= made.high
+                assert made.low >= 0.0 or made.low == -math.inf
+            bounded += made.references >= 19
+        assert bounded, direction
 
 
 def test_curve_multi_objective_stops_only_the_dominated():
     pruner = get_pruner("curve", 0, "max", 20, min_steps=3, k=1, known_objectives=[["params", "min"]], upper=1.0)
     rng = np.random.default_rng(0)
-    for cid in range(25):
+    for cid in range(40):
         pruner.know(cid, {"params": 100.0 + cid})
-        curve = ShapedCurve.draw(rng, "exponential", 20.0, quality=0.3 + 0.02 * cid)
+        curve = ShapedCurve.draw(rng, "exponential", 20.0, quality=0.2 + 0.02 * cid)
         for step in range(1, 21):
             pruner.report(cid, step, curve.observe(step, rng))
         pruner.complete(cid, curve.observe(20, rng))
+    low = ShapedCurve.draw(rng, "exponential", 20.0, quality=0.2)
     for cid, params in (("bigger", 200.0), ("smaller", 50.0)):
         pruner.know(cid, {"params": params})
-        for step in range(1, 9):
-            pruner.report(cid, step, 0.45 - 0.3 * math.exp(-step / 2))
-    # as accurate as 0.45 with more parameters than every completed one: dominated; with fewer: on the front
+        for step in range(1, 13):
+            pruner.report(cid, step, low.observe(step, rng))
+    # as accurate as the worst with more parameters than every completed one: dominated; with fewer: on the front
     assert pruner.should_stop("bigger").stop
     assert not pruner.should_stop("smaller").stop
 
