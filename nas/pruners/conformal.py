@@ -2,15 +2,15 @@
 split conformal prediction over look-alike prefixes (stdlib + numpy).
 
 What it does. A partial curve cut at step ``t`` (its latest report) is summarised by its **level** ``m`` (its
-latest value; the mean of its last :data:`LEVEL_POINTS`) and its **prefix**: its values at :data:`GRID` evenly spaced steps in
-``(0, t]`` (linear interpolation). Every completed curve that reached the full budget is a **reference**: cut at
-the same ``t``, it has a level ``m_j`` and a prefix too, and its final ``F_j`` is known, so its **normalised
-residual** (its conformity score) is ``r_j = (F_j - m_j) / s_j``, with ``s_j`` the headroom ``cap - m_j`` to the
-best value the metric can take (``upper``; 1 for an accuracy), at least :data:`MIN_HEADROOM`: the share of the
-remaining headroom it gained (or, negative, lost) after ``t``. Without a cap, ``s = 1`` (plain residuals). The **look-alikes** are the
-``neighbours`` references whose prefixes are nearest to this one, among those within :data:`RADIUS` of it (root
-mean square distance after dividing each grid point by the references' spread there, ties by id): too few of
-them, and the interval is unbounded. From their sorted scores ``r_(1) <= ... <= r_(n)``, the
+latest value; the mean of its last :data:`LEVEL_POINTS`) and its **prefix**: its values at :data:`GRID` evenly
+spaced steps in ``(0, t]`` (linear interpolation). Every candidate that completed its budget with a final value
+is a **reference**: cut at the same ``t``, it has a level ``m_j`` and a prefix too, and its final ``F_j`` is
+known, so its **normalised residual** (its conformity score) is ``r_j = (F_j - m_j) / s_j``, with ``s_j`` the
+headroom ``cap - m_j`` to the best value the metric can take (``upper``; 1 for an accuracy), at least
+:data:`MIN_HEADROOM`: the share of the remaining headroom it gained (or, negative, lost) after ``t``. Without a
+cap, ``s = 1`` (plain residuals). The **look-alikes** are the ``neighbours`` references whose prefixes are
+nearest to this one, among those within :data:`RADIUS` of it (root mean square distance after dividing each grid
+point by the references' spread there, ties by id). From their sorted scores ``r_(1) <= ... <= r_(n)``, the
 interval at miscoverage ``alpha`` on each side is::
 
     low  = m + s * r_(floor(alpha (n + 1)))       (-inf when that rank is 0)
@@ -34,8 +34,9 @@ split conformal prediction's finite-sample, distribution-free, **marginal** guar
 al. 2018). It is not conditional: it holds on average over the candidates, not for each one; choosing the
 look-alikes by distance makes exchangeability an approximation (the guarantee is exact for a fixed reference
 set), and the references are the completed curves, so candidates stopped early are missing from them (an
-audit's candidates are not). With fewer than ``(1 - alpha) / alpha`` references (19 at alpha = 0.05), ``high`` is
-``+inf``: nothing is stopped before that many comparable curves completed.
+audit's candidates are not). With fewer than ``(1 - alpha) / alpha`` look-alikes (19 at alpha = 0.05), ``high``
+is ``+inf``: nothing is stopped before that many comparable curves completed, and a curve that looks like too few
+completed ones is not stopped either (nothing is known of its future).
 """
 from __future__ import annotations
 
