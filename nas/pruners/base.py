@@ -45,8 +45,10 @@ class Decision:
         stop: stop its training now.
         reason: why, in words (shown on the individual's page); empty when it goes on without remark.
         predicted: the predicted final value in the user's units, when the pruner predicts one.
-        spread: the prediction's standard deviation (its 90% interval is ``predicted +- 1.645 spread``).
+        spread: the prediction's standard deviation (its 90% interval is ``predicted +- 1.645 spread``), or for an
+            asymmetric interval the normal spread of the same width.
         audited: the pruner would have stopped it, but the audit lets it finish.
+        low, high: the stated interval's bounds in the user's units, when the pruner states one (``None``: unbounded).
     """
 
     stop: bool
@@ -54,6 +56,8 @@ class Decision:
     predicted: float | None = None
     spread: float | None = None
     audited: bool = False
+    low: float | None = None
+    high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -159,8 +163,9 @@ class Pruner(abc.ABC):
         if key in self._finals or key in self._stopped or not curve or curve[-1][0] < self.min_steps:
             return GO_ON
         if key in self._audited:
-            return Decision(False, self._audited[key]["reason"], self._audited[key]["predicted"],
-                            self._audited[key]["spread"], audited=True)
+            saved = self._audited[key]
+            return Decision(False, saved["reason"], saved["predicted"], saved["spread"], audited=True,
+                            low=saved.get("low"), high=saved.get("high"))
         try:
             decision = self._decide(key, curve)
         except (ArithmeticError, ValueError, np.linalg.LinAlgError):  # never let a fit reach the loop
@@ -193,7 +198,8 @@ class Pruner(abc.ABC):
         record = self._stopped.get(str(id))
         if record is None:
             return None
-        return Decision(True, record["reason"], record["predicted"], record["spread"])
+        return Decision(True, record["reason"], record["predicted"], record["spread"], low=record.get("low"),
+                        high=record.get("high"))
 
     def curve(self, id: Any) -> list[tuple[float, float]]:
         """The curve of ``id`` in the user's units."""

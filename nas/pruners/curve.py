@@ -1,87 +1,88 @@
-"""``curve``: learning-curve extrapolation (Domhan, Springenberg and Hutter, IJCAI 2015), stdlib + numpy.
+"""``curve``: stops a candidate only when its final value, predicted with an honest interval, cannot reach the value
+to beat. stdlib + numpy.
 
-How it predicts: :mod:`nas.pruners.extrapolation` (parametric families, a residual bootstrap, the population's
-shapes).
+How it predicts: :mod:`nas.pruners.conformal` (split conformal prediction over the completed curves whose prefix,
+cut at the same epoch, looks like this one; what it guarantees is said there).
 
-When it stops. Once a candidate has trained ``min_steps`` epochs and has ``min_points`` reports, it is stopped
-when ``P(final >= the value to beat) < threshold`` under a normal law with the prediction's mean and spread.
-The value to beat is the ``k``-th best among the completed candidates' finals and the running candidates'
-pessimistic finals (predicted mean minus ``RUNNING_Z`` spreads): the population's predicted ``k``-th best, so a
-search prunes before ``k`` candidates completed. A completed candidate counts at its full curve's fitted
-value at the end of the budget rather than its last noisy observation (the ``k``-th best of noisy values is
-biased upwards). Every prediction used to decide (the candidate's and the running ones') is calibrated on
-the population first: the mean moves by the median standardised error ``(final - mean) / spread`` that the
-same predictor (five families) made on the completed curves cut at as many points (within ``CALIBRATE_MAX``
-spreads, from ``CALIBRATE_MIN`` such curves on; on the synthetic curves the families over-predict by about half
-a spread when a third of the budget is seen). Those errors are computed once, when a candidate completes, for
-every prefix length, and kept in the state (``calibration``), so a report only takes a median of stored
-numbers. Every prediction is cached per curve length and shapes: a pure function of the state. The
-trend guard objects to a stop when the straight line through the last 3 reports, counted at half its rise
-(``TREND_SHARE``), would still reach the value to beat. The families saturate too early on late-rising
-S-shaped curves (the over-pruning NNI and Optuna users report, nni#2006, optuna#1447); on the benchmark's
-synthetic curves the guard took the runs that stopped a top-5 candidate from 20% to 0% for a few percent more
-epochs (before the population's bar). Multi-objective (nsga2): with ``known_objectives`` (objectives known
-before training, such as ``params``; given per candidate by :meth:`CurvePruner.know`), the value to beat
-is the best trained final among the completed candidates at least as good in every known objective: a
-candidate unlikely to beat it is predicted to be dominated, with the configured confidence.
+When it stops. Once a candidate has trained ``min_steps`` epochs and has ``min_points`` reports, its interval at
+level ``1 - 2 threshold`` (90% at the default 0.05) is made from its ``neighbours`` look-alikes (at least as many
+as bound the interval: 19 at 0.05), and it is stopped when the interval's upper bound is below the value to beat:
+``P(final > upper bound) <= threshold``, so ``threshold`` keeps its meaning, the probability of stopping one that
+would have beaten the bar (on average over the candidates, under the look-alikes' exchangeability). Until enough
+comparable curves completed, the upper bound is infinite and nothing is stopped; at the budget's last report there
+is nothing left to save, so nothing is stopped either. The value to beat is the ``k``-th best among the completed
+candidates' settled finals (the mean of their last :data:`SETTLE_POINTS` reports: the ``k``-th best of noisy
+finals is biased upwards) and the running candidates' lower bounds (each above their final with probability at
+most ``threshold``): the population's pessimistic ``k``-th best.
+
+What it does not promise. The guarantee is marginal, per report: a candidate judged at 15 reports has 15 chances
+to be stopped by mistake, and the eventual best of a search is, almost by definition, better than its
+look-alikes, which is where a marginal bound is weakest. ``benchmarks/early_stop.py`` measures how often it stops
+the true best on mixes of curve shapes (``benchmarks/results/early_stop.md``). Multi-objective (nsga2): with ``known_objectives`` (objectives known before
+training, such as ``params``; given per candidate by :meth:`CurvePruner.know`), the value to beat is the best
+final among the completed candidates at least as good in every known objective: a candidate whose upper bound is
+below it is dominated, with the configured confidence.
+
+Its record. Every interval it states is kept per candidate and report (``intervals`` in the state); once a
+candidate completes (trained to the end, or let finish by the audit), whether each of its intervals held its final
+is counted: :meth:`CurvePruner.audit_report`'s ``coverage``, the observed coverage of the stated level, shown on
+the search's page. Everything else (cuts, scores, intervals) is derived from the curves and cached, never saved:
+a restored pruner computes the same and decides exactly as the uninterrupted one.
 """
 from __future__ import annotations
 
-import json
+import bisect
+import dataclasses
 import math
+from statistics import NormalDist
 from typing import Any, ClassVar
 
 import numpy as np
 
+from nas.pruners import conformal
 from nas.pruners.base import AUDIT, GO_ON, MIN_STEPS, Decision, Pruner
-from nas.pruners.extrapolation import Z90, predict, prob_above, shape_of
 from nas.strategies.archive import Param
 from nas.strategies.objectives import check_objectives
 
-#: The population's calibration: from ``CALIBRATE_MIN`` completed curves on, a prediction's mean moves by the
-#: median standardised error made on them cut at as many points, at most ``CALIBRATE_MAX`` spreads.
-CALIBRATE_MIN = 5
-CALIBRATE_MAX = 1.0
-#: The population family (the shapes of the completed curves) joins the mixture once this many are known.
-POPULATION_MIN = 3
-#: A completed curve lends its shape when it was seen to at least this share of the budget.
-POPULATION_REACH = 0.9
-#: A running candidate counts in the value to beat at its predicted final minus this many spreads (a pessimistic
-#: guess: with a calibrated spread, its final is above it about 84% of the time).
-RUNNING_Z = 1.0
-
-
+#: A completed candidate counts in the value to beat at the mean of its latest this many reports.
+SETTLE_POINTS = 3
 
 TOP_K = Param("k", "int", "Stop a candidate unlikely to beat the k-th best completed one.", low=1, high=10_000,
               label="Compare with the k-th best")
-THRESHOLD = Param("threshold", "float", "Stop when the probability of beating it is below this.", low=0, high=0.5,
+THRESHOLD = Param("threshold", "float", "Stop when the chance that its final beats the value to beat is at most "
+                  "this (its stated interval is at level 1 - 2 x threshold).", low=0, high=0.5,
                   label="Probability threshold")
-MIN_POINTS = Param("min_points", "int", "Reports needed before a curve is extrapolated.", low=4, high=1_000,
+MIN_POINTS = Param("min_points", "int", "Reports needed before a curve is judged.", low=1, high=1_000,
                    label="Minimum reports")
-UPPER = Param("upper", "float", "The best value the watched metric can take (1 for an accuracy): predictions are "
-              "capped there. None: unbounded.", low=-1e12, high=1e12, optional=True, label="Best possible value")
+NEIGHBOURS = Param("neighbours", "int", "How many completed curves with the nearest prefixes calibrate an "
+                   "interval (at least (1 - threshold) / threshold are used).", low=1, high=100_000,
+                   label="Look-alike curves")
+UPPER = Param("upper", "float", "The best value the watched metric can take (1 for an accuracy): residuals are "
+              "shares of the headroom to it, bounds are capped there. None: unbounded.", low=-1e12, high=1e12,
+              optional=True, label="Best possible value")
 KNOWN = Param("known_objectives", "objectives", 'Multi-objective: the objectives known before training, as '
               '[name, "max" | "min"] pairs (the search fills them from nsga2\'s).', optional=True,
               label="Known objectives")
 
 
 class CurvePruner(Pruner):
-    """Stops a candidate whose extrapolated final value is unlikely to beat the ``k``-th best (module doc)."""
+    """Stops a candidate whose conformal interval's upper bound is below the ``k``-th best (module doc)."""
 
     name = "curve"
-    PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, THRESHOLD, MIN_POINTS, AUDIT, UPPER, KNOWN)
+    PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, THRESHOLD, MIN_POINTS, NEIGHBOURS, AUDIT, UPPER, KNOWN)
     DEFAULTS: ClassVar[dict[str, Any]] = {"min_steps": 1.0, "k": 5, "threshold": 0.05, "min_points": 4,
-                                          "audit": 0.0, "upper": None, "known_objectives": None}
+                                          "neighbours": 20, "audit": 0.0, "upper": None, "known_objectives": None}
     k: int
     threshold: float
     min_points: int
+    neighbours: int
     known_objectives: list[list[str]] | None
     upper: float | None
 
-    def _cap(self) -> float | None:
-        """``upper`` in the oriented (larger is better) units the fits see; only a bound on the better side caps."""
-        return self.upper if self.upper is not None and self.direction == "max" else \
-            (-self.upper if self.upper is not None else None)
+    def __init__(self, seed: int = 0, direction: str = "max", max_steps: float = 1.0, **params: Any) -> None:
+        super().__init__(seed, direction, max_steps, **params)
+        #: ids -> the intervals stated, [[step, oriented low | None, oriented high | None], ...] (None: unbounded)
+        self._intervals: dict[str, list[list[float | None]]] = {}
 
     @classmethod
     def _check_extra(cls, name: str, value: Any) -> Any:
@@ -89,12 +90,13 @@ class CurvePruner(Pruner):
             return check_objectives(value) if value else []
         return value
 
+    def _cap(self) -> float | None:
+        """``upper`` in the oriented (larger is better) units; only a bound on the better side caps."""
+        return None if self.upper is None else self.orient(self.upper)
+
     def know(self, id: Any, objectives: dict[str, float]) -> None:
         """The objectives of ``id`` known before training (multi-objective), oriented as configured."""
-        if not self.known_objectives:
-            return
-        key = str(id)
-        if key in self._known:
+        if not self.known_objectives or str(id) in self._known:
             return
         row = []
         for name, direction in self.known_objectives:
@@ -102,127 +104,99 @@ class CurvePruner(Pruner):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 return
             row.append(float(value) if direction == "max" else -float(value))
-        self._known[key] = row
+        self._known[str(id)] = row
 
-    def prediction(self, id: Any) -> tuple[float, float] | None:
-        """The predicted final value of ``id`` (user's units) and its standard deviation, if it can be made."""
-        made = self._calibrated(str(id))
-        return None if made is None else (self.orient(made[0]), made[1])
+    def prediction(self, id: Any) -> conformal.Interval | None:
+        """The interval of ``id``'s final value as its curve is now, in the user's units (``None``: no curve)."""
+        made = self._interval(str(id))
+        if made is None:
+            return None
+        low, high = sorted((self.orient(made.low), self.orient(made.high)))
+        return conformal.Interval(self.orient(made.predicted), low, high, made.level, made.references)
 
-    # --- the population's calibration (errors stored once per completed candidate) ---------------------------
+    # --- the references: completed curves cut where a candidate is now (derived, cached) ----------------------
 
-    def __init__(self, seed: int = 0, direction: str = "max", max_steps: float = 1.0, **params: Any) -> None:
-        super().__init__(seed, direction, max_steps, **params)
-        #: completed ids -> their prefix predictions' standardised errors (:meth:`_prefix_errors`)
-        self._calibration: dict[str, list[float | None]] = {}
+    def _full_curve(self, key: str) -> list[list[float]]:
+        """A completed candidate's curve ending with its final at the end of the budget (the engine's last report
+        is the result, not a progress message: the final completes the curve)."""
+        curve, final = self._curves.get(key, []), self._finals.get(key)
+        if final is not None and (not curve or curve[-1][0] < self.max_steps - 1e-9):
+            return [*curve, [self.max_steps, final]]
+        return curve
 
-    def complete(self, id: Any, final: float | None) -> None:
-        key = str(id)
-        known = key in self._finals
-        super().complete(id, final)
-        if not known and self._finals.get(key) is not None:
-            errors = self._prefix_errors(key, self._finals[key])
-            if errors:
-                self._calibration[key] = errors
+    def _reference_curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The curves of the candidates that completed with a final value (trained their full budget), in the
+        order of ids, as :func:`conformal.pad` arrays, and their finals; kept per number of completed candidates,
+        the new ones inserted in place (finals are only ever added, so the arrays are those a restored pruner
+        builds at once)."""
+        count, keys, steps, values, finals = self.__dict__.get("_padded") or (-1, [], *conformal.pad([]), np.zeros(0))
+        if count != len(self._finals):
+            known = set(keys)
+            new = [k for k in sorted(self._finals) if k not in known and self._finals[k] is not None]
+            if len(new) > 8:  # many at once (a restored pruner): built whole
+                keys = sorted([*keys, *new])
+                steps, values = conformal.pad([self._full_curve(k) for k in keys])
+                finals, new = np.array([self._finals[k] for k in keys]), []
+            for key in new:
+                curve = self._full_curve(key)
+                row_steps, row_values = conformal.pad([curve])
+                width = max(steps.shape[1], row_steps.shape[1])
+                steps, row_steps = (np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=np.inf)
+                                    for a in (steps, row_steps))
+                values, row_values = (np.pad(a, ((0, 0), (0, width - a.shape[1]))) for a in (values, row_values))
+                at = bisect.bisect(keys, key)
+                keys.insert(at, key)
+                steps, values = np.insert(steps, at, row_steps[0], axis=0), np.insert(values, at, row_values[0], axis=0)
+                finals = np.insert(finals, at, self._finals[key])
+            self._padded = (len(self._finals), keys, steps, values, finals)
+        return steps, values, finals
 
-    def _prefix_errors(self, key: str, final: float) -> list[float | None]:
-        """The standardised errors ``(smoothed final - mean) / spread`` of the predictions (five families) made on
-        ``key``'s completed curve cut at ``min_points``, ``min_points + 1``, ... points (up to one point short of
-        the whole), ``None`` where none was made; empty when the curve did not reach the end of the budget."""
-        curve = self._curves.get(key, [])
-        if not curve or curve[-1][0] < self.max_steps - 1e-9:
-            return []
-        target = self._smoothed(key, final)
-        errors: list[float | None] = []
-        for n in range(self.min_points, len(curve)):
-            cut = curve[:n]
-            guess = predict([s for s, _ in cut], [v for _, v in cut], self.max_steps, self.seed, key, self._cap())
-            error = None if guess is None else (target - guess[0]) / guess[1]
-            errors.append(error if error is None or math.isfinite(error) else None)
-        return errors
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["calibration"] = json.loads(json.dumps(self._calibration, allow_nan=False))
-        return state
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Pruner:
-        pruner = super().from_state(state)
-        assert isinstance(pruner, CurvePruner)
-        pruner._calibration = {k: list(v) for k, v in state.get("calibration", {}).items()}
-        return pruner
-
-    def _shift(self, n: int) -> float:
-        """The median of the stored errors at ``n`` points (in spreads, clipped), 0 below ``CALIBRATE_MIN``."""
-        cache = self.__dict__.setdefault("_shift_cache", {})
-        signature = (n, len(self._calibration))  # errors are only ever added, with the completed candidates
+    def _references(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The prefixes (rows) and scores of the reference curves cut at ``t``; cached per ``t`` and number of
+        completed candidates."""
+        cache = self.__dict__.setdefault("_reference_cache", {})
+        self._reference_curves()
+        signature = (t, len(self._padded[1]))  # the references are only ever added
         if signature not in cache:
-            index = n - self.min_points
-            errors = [v[index] for k, v in sorted(self._calibration.items())
-                      if 0 <= index < len(v) and v[index] is not None]
-            cache[signature] = (float(np.clip(np.median(errors), -CALIBRATE_MAX, CALIBRATE_MAX))
-                                if len(errors) >= CALIBRATE_MIN else 0.0)
+            steps, values, finals = self._reference_curves()
+            prefixes, levels, scales, seen = conformal.cut_many(steps, values, t, self._cap())
+            if len(cache) > 256:
+                cache.clear()
+            cache[signature] = (prefixes[seen], ((finals - levels) / scales)[seen])
         return cache[signature]
 
-    def _calibrated(self, key: str) -> tuple[float, float] | None:
-        """``key``'s prediction, its mean moved by the population's calibration at its number of points."""
-        made = self._predicted(key)
-        if made is None:
-            return made
-        return made[0] + self._shift(len(self._curves.get(key, []))) * made[1], made[1]
-
-    def _shapes(self) -> list[tuple[str, tuple[float, ...]]] | None:
-        """The shapes of the completed curves that reached the end of the budget (the population's prior), in
-        the order of ids, once ``POPULATION_MIN`` of them are known. Derived from the curves alone (cached, not
-        saved): a restored pruner rebuilds the same."""
-        known = self.__dict__.get("_shapes_known")
-        if known is not None and known[0] == len(self._finals):  # finals are only ever added
-            return known[1]
-        cache = self.__dict__.setdefault("_shape_cache", {})
-        shapes: list[tuple[str, tuple[float, ...]]] = []
-        for key in sorted(self._completed()):
-            if key not in cache:
-                curve = self._curves.get(key, [])
-                cache[key] = (shape_of([s for s, _ in curve], [v for _, v in curve], self.max_steps)
-                              if curve and curve[-1][0] >= POPULATION_REACH * self.max_steps else None)
-            if cache[key] is not None and cache[key] not in shapes:
-                shapes.append(cache[key])
-        self._shapes_known = (len(self._finals), shapes if len(shapes) >= POPULATION_MIN else None)
-        return self._shapes_known[1]
-
-    def _predicted(self, key: str) -> tuple[float, float] | None:
-        """The (oriented) prediction for ``key``'s curve as it is now, cached per curve length and shapes: a pure
-        function of the state, so a restored pruner computes the same."""
+    def _interval(self, key: str) -> conformal.Interval | None:
+        """``key``'s oriented interval at level ``1 - 2 threshold``, cached per curve length and references."""
         curve = self._curves.get(key, [])
-        shapes = self._shapes()
-        signature = (len(curve), tuple(shapes or ()))
-        cache = self.__dict__.setdefault("_prediction_cache", {})
+        if not curve:
+            return None
+        self._reference_curves()
+        signature = (len(curve), len(self._padded[1]))
+        cache = self.__dict__.setdefault("_interval_cache", {})
         if key not in cache or cache[key][0] != signature:
-            cache[key] = (signature, predict([s for s, _ in curve], [v for _, v in curve], self.max_steps,
-                                             self.seed, key, self._cap(), shapes))
+            t = curve[-1][0]
+            mine = conformal.cut([s for s, _ in curve], [v for _, v in curve], t, self._cap())
+            prefixes, scores = self._references(t)
+            if mine is None:
+                return None
+            count = int(max(self.neighbours, min(conformal.references_needed(self.threshold), 10**9)))
+            chosen = conformal.look_alikes(mine.prefix, prefixes, count, conformal.RADIUS)
+            cache[key] = (signature, conformal.interval(mine, scores[chosen], self.threshold, self._cap()))
         return cache[key][1]
 
-    def _smoothed(self, key: str, final: float) -> float:
-        """A completed candidate's final value without its last observation's noise: its full curve's fitted value
-        at the end of the budget (when its curve reached it), else the final reported."""
-        curve = self._curves.get(key, [])
-        if not curve or curve[-1][0] < self.max_steps - 1e-9:
-            return final
-        made = self._predicted(key)
-        return final if made is None else made[0]
+    # --- deciding ---------------------------------------------------------------------------------------------
 
     def _to_beat(self, key: str) -> tuple[float | None, str]:
         completed = self._completed()
         if not self.known_objectives:
-            values = [self._smoothed(other, final) for other, final in sorted(completed.items())]
-            for other, curve in self._curves.items():  # the running ones, at a pessimistic guess of their final
+            values = [self._settled(other, final) for other, final in sorted(completed.items())]
+            for other, curve in sorted(self._curves.items()):  # the running ones, at their lower bound
                 if (other == key or other in self._finals or other in self._stopped
                         or len(curve) < self.min_points or curve[-1][0] < self.min_steps):
                     continue
-                made = self._calibrated(other)
-                if made is not None:
-                    values.append(made[0] - RUNNING_Z * made[1])
+                made = self._interval(other)
+                if made is not None and math.isfinite(made.low):
+                    values.append(made.low)
             finals = sorted(values, reverse=True)
             return (finals[self.k - 1] if len(finals) >= self.k else None), f"the {_ordinal(self.k)} best"
         mine = self._known.get(key)
@@ -232,47 +206,105 @@ class CurvePruner(Pruner):
                   if k in self._known and all(a >= b for a, b in zip(self._known[k], mine))]
         return (max(rivals) if rivals else None), "escaping domination by the front"
 
+    def _settled(self, key: str, final: float) -> float:
+        """A completed candidate's value in the bar: the mean of its latest reports (its level), not its last
+        noisy one (the k-th best of noisy finals is biased upwards: noise would raise the bar)."""
+        cache = self.__dict__.setdefault("_settled_cache", {})  # a completed curve never changes
+        if key not in cache:
+            latest = [v for _, v in self._full_curve(key)[-SETTLE_POINTS:]]
+            cache[key] = sum(latest) / len(latest)
+        return cache[key]
+
     def _decide(self, key: str, curve: list[list[float]]) -> Decision:
-        if len(curve) < self.min_points:
-            return GO_ON
-        made = self._calibrated(key)
+        if len(curve) < self.min_points or curve[-1][0] >= self.max_steps - 1e-9:
+            return GO_ON  # at the end of its budget there is nothing left to save
+        made = self._interval(key)
         if made is None:
             return GO_ON
-        mean, spread = made
+        self._record(key, curve[-1][0], made)
+        if not made.references:
+            return GO_ON
+        low, high, spread = self._bounds(made)
         to_beat, words = self._to_beat(key)
-        if to_beat is None:
-            return Decision(False, "", self.orient(mean), spread)
-        chance = prob_above(mean, spread, to_beat)
-        if chance < self.threshold and _trend_reaches(curve, self.max_steps, to_beat):
-            chance = self.threshold  # a late riser: its recent trend alone would still beat it (see the module doc)
-        reason = (f"predicted {self.orient(mean):.4g} +- {Z90 * spread:.2g} at epoch {self.max_steps:g}; "
-                  f"P({'beats ' + words if not self.known_objectives else words}) = {100 * chance:.1f}%")
-        self._last_to_beat = to_beat
-        return Decision(chance < self.threshold, reason, self.orient(mean), spread)
+        stop = to_beat is not None and made.high < to_beat
+        shown = (f"[{self.orient(made.low):.4g}, {self.orient(made.high):.4g}]" if made.bounded else
+                 f"unbounded until {conformal.references_needed(self.threshold)} look-alike curves completed")
+        reason = f"predicted {self.orient(made.predicted):.4g}, {100 * made.level:.0f}% interval {shown} " \
+                 f"(from {made.references} look-alikes) at epoch {self.max_steps:g}"
+        if to_beat is not None:
+            beats = "beats " + words if not self.known_objectives else words
+            bar = f" ({words}: {self.orient(to_beat):.4g})" if not self.known_objectives else ""
+            reason += f"; P({beats}) {'<=' if stop else '>'} {100 * self.threshold:.3g}%{bar}"
+            self._last_to_beat = to_beat
+        return Decision(stop, reason, self.orient(made.predicted), spread, low=low, high=high)
+
+    def _bounds(self, made: conformal.Interval) -> tuple[float | None, float | None, float | None]:
+        """``made``'s low and high in the user's units (``None``: unbounded) and the normal spread of its width."""
+        low, high = (None if not math.isfinite(v) else self.orient(v) for v in (made.low, made.high))
+        if self.direction == "min":
+            low, high = high, low
+        spread = (made.high - made.low) / (2 * conformal_z(made.level)) if made.bounded and made.level > 0 else None
+        return low, high, spread
 
     def _threshold(self) -> float | None:
         return getattr(self, "_last_to_beat", None)
 
+    # --- its record: the intervals it stated, and how often they held ------------------------------------------
 
-#: How many of the latest reports the trend guard fits its line to.
-TREND_POINTS = 3
-#: The share of the straight line's rise the guard counts on (saturating curves rise less than their tangent).
-TREND_SHARE = 0.5
+    def should_stop(self, id: Any) -> Decision:
+        decision = super().should_stop(id)
+        key, curve = str(id), self._curves.get(str(id))
+        if decision.audited and curve and len(curve) >= self.min_points:  # an audited one's intervals count too
+            made = self._interval(key)
+            if made is not None:
+                self._record(key, curve[-1][0], made)
+                low, high, spread = self._bounds(made)
+                decision = dataclasses.replace(decision, predicted=self.orient(made.predicted), spread=spread,
+                                               low=low, high=high)
+        return decision
+
+    def _record(self, key: str, step: float, made: conformal.Interval) -> None:
+        row = [step, made.low if math.isfinite(made.low) else None, made.high if math.isfinite(made.high) else None]
+        rows = self._intervals.setdefault(key, [])
+        if rows and rows[-1][0] == step:
+            rows[-1] = row
+        else:
+            rows.append(row)
+
+    def coverage(self) -> dict[str, Any]:
+        """How often the bounded intervals stated for the candidates that completed with a final value (trained to
+        the end, or let finish by the audit) held it: ``stated`` level, ``intervals`` counted, ``held``, ``rate``
+        (``None`` before any), ``candidates``. Stopped candidates have no final, so they are not counted."""
+        held = total = candidates = 0
+        for key, rows in self._intervals.items():
+            final = self._finals.get(key)
+            bounded = [r for r in rows if r[1] is not None and r[2] is not None]
+            if final is None or not bounded:
+                continue
+            candidates += 1
+            total += len(bounded)
+            held += sum(1 for _, low, high in bounded if low - 1e-12 <= final <= high + 1e-12)
+        return {"stated": 1.0 - 2.0 * self.threshold, "intervals": total, "held": held,
+                "rate": held / total if total else None, "candidates": candidates}
+
+    def audit_report(self) -> dict[str, Any]:
+        """The audit's false-stop measure (:meth:`Pruner.audit_report`) and the intervals' observed ``coverage``."""
+        return {**super().audit_report(), "coverage": self.coverage()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "intervals": {k: [list(r) for r in v] for k, v in self._intervals.items()}}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Pruner:
+        pruner = super().from_state(state)
+        assert isinstance(pruner, CurvePruner)
+        pruner._intervals = {k: [list(r) for r in v] for k, v in state.get("intervals", {}).items()}
+        return pruner
 
 
-def _trend_reaches(curve: list[list[float]], max_steps: float, target: float) -> bool:
-    """Whether half the rise of the straight line through the latest reports reaches ``target`` by ``max_steps``: the guard
-    against stopping a curve that is still rising fast (the parametric families can saturate too early on a
-    late-rising, S-shaped curve; NNI and Optuna users report exactly that over-pruning)."""
-    points = curve[-TREND_POINTS:]
-    if len(points) < 2:
-        return False
-    x = np.array([p[0] for p in points])
-    y = np.array([p[1] for p in points])
-    if np.ptp(x) <= 0 or not np.isfinite(y).all():
-        return False
-    slope = float(np.polyfit(x, y, 1)[0])
-    return slope > 0 and float(y[-1]) + TREND_SHARE * slope * (max_steps - float(x[-1])) >= target
+def conformal_z(level: float) -> float:
+    """The standard normal quantile of a central ``level`` interval (``spread`` for the charts that draw +- z spread)."""
+    return NormalDist().inv_cdf(0.5 + level / 2) if 0 < level < 1 else 1.0
 
 
 def _ordinal(n: int) -> str:

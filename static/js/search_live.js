@@ -175,7 +175,10 @@
       Plotly.addTraces(el, {type: "scatter", mode: "lines+markers", name: "#" + p.number + " predicted",
         x: [prune.last[0], end], y: [prune.last[1], prune.predicted], showlegend: false,
         line: Object.assign({dash: "dash"}, CURVE_STYLES.pruned), marker: {size: 4},
-        error_y: {type: "data", array: [0, Z90 * (prune.spread || 0)], visible: true, color: CURVE_STYLES.pruned.color},
+        error_y: (prune.low !== null && prune.low !== undefined && prune.high !== null && prune.high !== undefined)
+          ? {type: "data", symmetric: false, array: [0, Math.max(prune.high - prune.predicted, 0)],
+             arrayminus: [0, Math.max(prune.predicted - prune.low, 0)], visible: true, color: CURVE_STYLES.pruned.color}
+          : {type: "data", array: [0, Z90 * (prune.spread || 0)], visible: true, color: CURVE_STYLES.pruned.color},
         hovertemplate: "#" + p.number + ": " + (prune.reason || "") + "<extra>predicted</extra>"});
     }
     delete state.prunes[p.number];
@@ -188,6 +191,11 @@
       Math.round(100 * (1 - pruning.epochs_trained / Math.max(pruning.epochs_budget, 1e-9))) + "% saved)";
     const audit = pruning.audit || {};
     if (audit.finished) text += "; false stops " + Math.round(100 * (audit.rate || 0)) + "% of " + audit.finished + " audited";
+    const coverage = audit.coverage || {};
+    if (coverage.rate !== null && coverage.rate !== undefined) {
+      text += "; observed coverage " + Math.round(100 * coverage.rate) + "% of stated " +
+        Math.round(100 * coverage.stated) + "% (" + coverage.intervals + " intervals)";
+    }
     setText("pruning-saved", text);
   }
 

@@ -39,3 +39,10 @@ def test_the_pruning_summary_counts_epochs_saved_and_false_stops():
     assert saved["saved"] == 50.0 and saved["share"] == 0.25 and saved["false_stop_rate"] == 0.5
     assert describe(stats) == "pruned 7: 150 of 200 epochs trained (25% saved); false stops 50% of 2 audited"
     assert saved_epochs({}) is None and describe(None) == ""
+
+
+def test_a_stated_interval_is_drawn_as_it_is_asymmetric():
+    rows = [{**ROWS[1], "prune": {**ROWS[1]["prune"], "low": 0.5, "high": 0.9}}]
+    error = next(t for t in learning_curves(rows, 3.0)["data"] if t["name"] == "#1 predicted")["error_y"]
+    assert error["symmetric"] is False
+    assert abs(error["array"][1] - 0.3) < 1e-12 and abs(error["arrayminus"][1] - 0.1) < 1e-12

@@ -46,3 +46,23 @@ def test_search_page_shows_the_epochs_saved(owner_client, search):
     search.save(update_fields=["stats"])
     html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
     assert "pruned 4: 30 of 40 epochs trained (25% saved)" in html and 'id="chart-curves"' in html
+
+
+def test_search_page_shows_the_observed_coverage_of_the_pruners_intervals(owner_client, search):
+    """The curve pruner's audit report carries the coverage of its past intervals: shown next to the audit."""
+    coverage = {"stated": 0.9, "intervals": 120, "held": 106, "rate": 106 / 120, "candidates": 12}
+    search.stats = {**(search.stats or {}), "pruning": {
+        "pruner": "curve", "epochs_trained": 30.0, "epochs_budget": 40.0, "pruned": 4,
+        "audit": {"audited": 2, "finished": 2, "false_stops": 0, "rate": 0.0, "coverage": coverage}}}
+    search.save(update_fields=["stats"])
+    html = owner_client.get(reverse("search-detail", args=[search.pk])).content.decode()
+    assert "false stops 0% of 2 audited; observed coverage 88% of stated 90% (120 intervals)" in html
+
+
+def test_the_pruning_line_names_no_coverage_before_any_interval():
+    from webapp.searches.pruning_stats import describe, saved_epochs
+
+    stats = {"pruning": {"pruner": "curve", "epochs_trained": 10.0, "epochs_budget": 10.0, "pruned": 0,
+                         "audit": {"audited": 0, "finished": 0, "false_stops": 0, "rate": None,
+                                   "coverage": {"stated": 0.9, "intervals": 0, "held": 0, "rate": None}}}}
+    assert "coverage" not in describe(stats) and saved_epochs(stats)["coverage"] is None

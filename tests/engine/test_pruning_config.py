@@ -17,7 +17,7 @@ def test_a_pruner_gets_its_defaults_and_checks_twice_the_same():
     config = check_config({"pruner": {"name": "curve", "k": 3}, "evaluation": {"report_every": 10},
                            "training": {"epochs": 8}})
     assert config["pruner"] == {"name": "curve", "min_steps": 1.0, "k": 3, "threshold": 0.05, "min_points": 4,
-                                "audit": 0.0, "upper": None, "known_objectives": None}
+                                "neighbours": 20, "audit": 0.0, "upper": None, "known_objectives": None}
     assert config["evaluation"]["report_every"] == 10
     assert check_config(config) == config
     pruner = build(config)

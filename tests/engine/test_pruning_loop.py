@@ -25,7 +25,7 @@ EPOCHS = 10
 CONFIG = {"space": {"name": "chain", "max_layers": 4},
           "strategy": {"name": "random", "seed": 3, "params": {"max_evaluations": 24}},
           "training": {"epochs": EPOCHS},
-          "pruner": {"name": "curve", "k": 3, "min_steps": 2, "threshold": 0.1},
+          "pruner": {"name": "curve", "k": 3, "min_steps": 2, "threshold": 0.25},
           "evaluation": {"mode": "simulated", "duration": 0.25, "curves": "realistic"}}
 
 

@@ -38,7 +38,7 @@ def test_curve_pruning_across_two_evaluation_workers(stack):
     stack.evaluator("alpha", slots=2)
     stack.evaluator("beta", slots=2)
     stack.control()
-    search = finished(launched("curve pruning", simulated(30, 0.6, {"name": "curve", "k": 3, "min_steps": 2})).pk,
+    search = finished(launched("curve pruning", simulated(30, 0.6, {"name": "curve", "k": 3, "min_steps": 2, "threshold": 0.25})).pk,
                       timeout=120)
     assert search.status == Search.Status.FINISHED, search.status_reason
     pruned, done = check_counts(search, 30, 10)
@@ -75,7 +75,7 @@ def test_real_digits_training_with_curve_pruning(stack):
               "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 12}},
               "dataset": "digits",
               "training": {"epochs": 4, "batch_size": 64, "learning_rate": 0.0005},
-              "pruner": {"name": "curve", "k": 2, "min_steps": 1, "min_points": 4, "threshold": 0.2},
+              "pruner": {"name": "curve", "k": 2, "min_steps": 1, "min_points": 4, "threshold": 0.25},
               "evaluation": {"mode": "train", "keep_weights": 0, "report_every": 5}}
     search = finished(launched("digits pruned", config).pk, timeout=400)
     assert search.status == Search.Status.FINISHED, search.status_reason

@@ -34,11 +34,15 @@ def curve_rows(search: Search) -> list[dict[str, Any]]:
 
 
 def prediction_trace(number: int, last: tuple[float, float], prune: dict[str, Any], max_epochs: float) -> dict | None:
-    """The dashed prediction of a pruned individual: from its last point to (budget, predicted) +- 90%."""
+    """The dashed prediction of a pruned individual: from its last point to (budget, predicted), with its stated
+    interval (``low``/``high`` when the pruner gave them, as ``curve`` does; else +- 1.645 spread)."""
     predicted, spread = prune.get("predicted"), prune.get("spread")
     if predicted is None:
         return None
     error = {"type": "data", "array": [0, Z90 * (spread or 0.0)], "visible": True, "color": STYLES["pruned"]["color"]}
+    if prune.get("low") is not None and prune.get("high") is not None:
+        error = {**error, "symmetric": False, "array": [0, max(prune["high"] - predicted, 0.0)],
+                 "arrayminus": [0, max(predicted - prune["low"], 0.0)]}
     return _trace(go.Scatter, name=f"#{number} predicted", mode="lines+markers", x=[last[0], max_epochs],
                   y=[last[1], predicted], showlegend=False, error_y=error,
                   line={"dash": "dash", **STYLES["pruned"]}, marker={"size": 4},
