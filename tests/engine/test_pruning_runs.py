@@ -38,8 +38,8 @@ def test_curve_pruning_across_two_evaluation_workers(stack):
     stack.evaluator("alpha", slots=2)
     stack.evaluator("beta", slots=2)
     stack.control()
-    search = finished(launched("curve pruning", simulated(30, 0.6, {"name": "curve", "k": 3, "min_steps": 2, "threshold": 0.25})).pk,
-                      timeout=120)
+    pruner = {"name": "curve", "k": 3, "min_steps": 2, "threshold": 0.25}
+    search = finished(launched("curve pruning", simulated(30, 0.6, pruner)).pk, timeout=120)
     assert search.status == Search.Status.FINISHED, search.status_reason
     pruned, done = check_counts(search, 30, 10)
     assert pruned, "curve pruning stopped nothing"
