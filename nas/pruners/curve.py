@@ -18,10 +18,12 @@ most ``threshold``): the population's pessimistic ``k``-th best.
 What it does not promise. The guarantee is marginal, per report: a candidate judged at 15 reports has 15 chances
 to be stopped by mistake, and the eventual best of a search is, almost by definition, better than its
 look-alikes, which is where a marginal bound is weakest. ``benchmarks/early_stop.py`` measures how often it stops
-the true best on mixes of curve shapes (``benchmarks/results/early_stop.md``). Multi-objective (nsga2): with ``known_objectives`` (objectives known before
-training, such as ``params``; given per candidate by :meth:`CurvePruner.know`), the value to beat is the best
-final among the completed candidates at least as good in every known objective: a candidate whose upper bound is
-below it is dominated, with the configured confidence.
+the true best on mixes of curve shapes (``benchmarks/results/early_stop.md``).
+
+Multi-objective (nsga2): with ``known_objectives`` (objectives known before training, such as ``params``;
+given per candidate by :meth:`CurvePruner.know`), the value to beat is the best final among the completed
+candidates at least as good in every known objective: a candidate whose upper bound is below it is dominated,
+with the configured confidence.
 
 Its record. Every interval it states is kept per candidate and report (``intervals`` in the state); once a
 candidate completes (trained to the end, or let finish by the audit), whether each of its intervals held its final
@@ -303,7 +305,8 @@ class CurvePruner(Pruner):
 
 
 def conformal_z(level: float) -> float:
-    """The standard normal quantile of a central ``level`` interval (``spread`` for the charts that draw +- z spread)."""
+    """The standard normal quantile of a central ``level`` interval (``spread``, for the charts that draw
+    +- z spread)."""
     return NormalDist().inv_cdf(0.5 + level / 2) if 0 < level < 1 else 1.0
 
 
