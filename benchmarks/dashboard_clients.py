@@ -75,6 +75,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.dashboard import percentile, session_cookie, start_web  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
+from benchmarks.process_usage import Usage, connections_per_process, cpu_seconds, machine_busy  # noqa: E402
 from benchmarks.sampler import summary  # noqa: E402
 from benchmarks.stack import Node, Stack, main_guard, simulated_config  # noqa: E402
 from webapp.stack.processes import Supervisor  # noqa: E402
@@ -149,54 +150,6 @@ def progress(search_id: int) -> tuple[int, int]:
     from webapp.searches.models import Search
 
     return Search.objects.filter(pk=search_id).values_list("evaluations_done", "event_seq").get()
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) used so far by process ``pid`` and every process under it."""
-    import psutil
-
-    total = 0.0
-    root = psutil.Process(pid)
-    for process in [root, *root.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-@dataclass
-class Usage:
-    """CPU seconds used during the measured seconds: by the web server, by the clients, by the machine."""
-
-    web: float = 0.0
-    clients: float = 0.0
-    machine: float = 0.0
-    spread: list[int] = field(default_factory=list)  #: the clients' connections held by each web process
-
-
-def connections_per_process(pid: int, port: int) -> list[int]:
-    """How many client connections each process of the web server holds (one process: one number)."""
-    import psutil
-
-    root = psutil.Process(pid)
-    counts = []
-    for process in [root, *root.children()]:
-        try:
-            held = [c for c in process.net_connections("tcp") if c.status == "ESTABLISHED" and c.laddr.port == port]
-        except psutil.Error:
-            continue
-        if held or process.pid == pid and not root.children():
-            counts.append(len(held))
-    return sorted(counts, reverse=True)
-
-
-def machine_busy() -> float:
-    import psutil
-
-    times = psutil.cpu_times()
-    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 def measure(url: str, cookies: list[str], urls: list[tuple[str, str]], seconds: float, warmup: float,
