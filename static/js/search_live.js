@@ -60,20 +60,33 @@
     root.dataset.points = state.plotted.size;
   }
 
+  // Why the search ended as it did (a failed search: what failed); nothing while it runs.
+  function showReason(status, reason) {
+    const el = document.getElementById("status-reason");
+    if (!el) return;
+    el.textContent = status === "running" ? "" : (reason || "");
+    el.hidden = !el.textContent;
+  }
+
   function showSearch(s) {
     state.status = s.status;
     NasLive.showStatus(s.status);
+    showReason(s.status, s.status_reason);
     const progress = document.getElementById("progress");
     if (progress) { progress.max = s.total || 1; progress.value = s.done; }
     setText("progress-text", s.done + "/" + s.total);
     setText("best-fitness", fmt(s.best_fitness, 4));
   }
 
+  // Speedup, its ideal (the slots the search could use) and efficiency as webapp/searches/accounting.py defines
+  // them; before they are defined (no result yet) the line says what they wait for.
   function showSummary(summary) {
     if (!summary) return;
-    const held = summary.held !== undefined ? summary.held : summary.ideal;
-    setText("speedup-value", held ? fmt(summary.speedup, 2) + " of " + fmt(held, 1) : "—");
-    setText("efficiency-value", held ? fmt(summary.efficiency, 2) : "—");
+    const defined = summary.speedup !== null && summary.speedup !== undefined;
+    setText("speedup-value", defined ? fmt(summary.speedup, 2) + " of " + fmt(summary.held, 1)
+                                     : "— (waits for " + (summary.waiting || "the first result") + ")");
+    setText("efficiency-value", defined && summary.efficiency !== null && summary.efficiency !== undefined
+                                ? Math.round(100 * summary.efficiency) + "%" : "—");
     setText("utilisation-value", summary.utilisation != null ? fmt(summary.utilisation, 2) : "—");
   }
 
@@ -127,13 +140,13 @@
     endCurve(p);
     if (!failed && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
       state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
-      queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines",
-            line: {shape: "hv", width: 3}});
+      queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines+markers",
+            line: {shape: "hv", width: 3}, marker: {size: 6}});
     }
     if (state.start === null) state.start = p.dispatched || p.started || p.finished;
     const count = (state.nodeCounts[label] = (state.nodeCounts[label] || 0) + 1);
     queue("throughput", label, {x: [t], y: [3600 * count / Math.max(p.finished - state.start, 1e-3)]},
-          {type: "scattergl", mode: "lines"});
+          {type: "scattergl", mode: "lines+markers", marker: {size: 5}});
     const start = (p.started || p.finished - (p.duration || 0)) * 1000;
     const slot = p.slot || label;
     queue("gantt", label, {x: [start, t, null], y: [slot, slot, null], text: [hover(p), hover(p), null]},
@@ -153,7 +166,8 @@
     const point = data.point || {};
     if (point.val_accuracy === undefined || point.val_accuracy === null) return;
     queue("curves", "#" + data.number, {x: [point.epoch], y: [point.val_accuracy]},
-          {type: "scatter", mode: "lines", showlegend: false, line: CURVE_STYLES.running,
+          {type: "scatter", mode: "lines+markers", showlegend: false, line: CURVE_STYLES.running,
+           marker: {size: 5, color: CURVE_STYLES.running.color},
            hovertemplate: "#" + data.number + " (running)<br>epoch %{x}: %{y:.4f}<extra></extra>"});
     if (data.prune && data.prune.stop) state.prunes[data.number] = Object.assign({}, data.prune,
                                                                                    {last: [point.epoch, point.val_accuracy]});
@@ -165,10 +179,18 @@
     const index = el.data.findIndex((t) => t.name === "#" + p.number);
     if (index < 0) {  // its last points may still wait in the batch: once more after it is drawn
       if (!retried) setTimeout(() => endCurve(p, true), 250);
+      else if (p.curve && p.curve.length) {  // no progress on the way (one epoch): its whole curve now
+        const style = CURVE_STYLES[p.status] || CURVE_STYLES.done;
+        Plotly.addTraces(el, {type: "scatter", mode: "lines+markers", name: "#" + p.number, showlegend: false,
+          x: p.curve.map((c) => c[0]), y: p.curve.map((c) => c[1]), line: style,
+          marker: {size: 5, color: style.color},
+          hovertemplate: "#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"});
+        reveal(el);
+      }
       return;
     }
     const style = CURVE_STYLES[p.status] || CURVE_STYLES.done;
-    Plotly.restyle(el, {line: [style], hovertemplate: ["#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"]}, [index]);
+    Plotly.restyle(el, {line: [style], "marker.color": [style.color], hovertemplate: ["#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"]}, [index]);
     const prune = state.prunes[p.number];
     if (p.status === "pruned" && prune && prune.predicted !== null && prune.predicted !== undefined) {
       const end = Number(root.dataset.epochs) || prune.last[0];
@@ -239,18 +261,17 @@
     const stats = data.stats;
     showSummary(stats);
     showPruning(data.pruning);
-    if (stats && stats.ideal) {
-      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines"});
-      const held = stats.held !== undefined ? stats.held : stats.ideal;
-      queue("speedup", "ideal", {x: [event.time * 1000], y: [held]}, {type: "scatter", mode: "lines"});
+    if (stats && stats.speedup !== null && stats.speedup !== undefined) {  // the line's own numbers
+      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines+markers"});
+      queue("speedup", "ideal", {x: [event.time * 1000], y: [stats.held]}, {type: "scatter", mode: "lines+markers"});
       queue("speedup", "efficiency", {x: [event.time * 1000], y: [stats.efficiency]},
-            {type: "scatter", mode: "lines", yaxis: "y2"});
+            {type: "scatter", mode: "lines+markers", yaxis: "y2"});
     }
     const bars = chart("nodes");
     if (stats && stats.nodes && bars && bars.data) {
       const names = stats.nodes.map((n) => n.node + "/" + n.device);
       Plotly.restyle(bars, {x: [names, names], y: [stats.nodes.map((n) => n.count),
-                     stats.nodes.map((n) => Math.round(n.throughput_per_hour * 10) / 10)]}, [0, 1]);
+                     stats.nodes.map((n) => n.throughput_per_hour == null ? null : Math.round(n.throughput_per_hour * 10) / 10)]}, [0, 1]);
       reveal(bars);
     }
   }
@@ -279,6 +300,7 @@
     else if (event.type === "search.status") {
       state.status = event.data.status;
       NasLive.showStatus(event.data.status);
+      showReason(event.data.status, event.data.reason);
     }
     refreshTableSoon();
   }

@@ -13,6 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from webapp.dashboard.charts import _figure, _trace
+from webapp.searches.broadcast import CURVE_METRIC
 from webapp.searches.models import Individual, Search
 
 SHOWN = 200
@@ -23,7 +24,7 @@ STYLES = {
     "pruned": {"color": "rgba(194, 59, 50, 0.75)", "width": 1.5},
     "failed": {"color": "rgba(120, 120, 120, 0.4)", "width": 1},
 }
-METRIC = "val_accuracy"
+METRIC = CURVE_METRIC
 
 
 def curve_rows(search: Search) -> list[dict[str, Any]]:
@@ -57,8 +58,10 @@ def learning_curves(rows: list[dict[str, Any]], max_epochs: float) -> dict[str, 
         if not points:
             continue
         status = row["status"] if row["status"] in STYLES else "running"
-        traces.append(_trace(go.Scatter, name=f"#{row['number']}", mode="lines", x=[x for x, _ in points],
+        # markers too: a curve of one epoch is one point, which a line alone does not draw
+        traces.append(_trace(go.Scatter, name=f"#{row['number']}", mode="lines+markers", x=[x for x, _ in points],
                              y=[y for _, y in points], showlegend=False, line=STYLES[status],
+                             marker={"size": 5, "color": STYLES[status]["color"]},
                              hovertemplate=f"#{row['number']} ({status})<br>epoch %{{x}}: %{{y:.4f}}<extra></extra>"))
         prune = row.get("prune") or {}
         if status == "pruned" and prune.get("stop"):
@@ -67,7 +70,8 @@ def learning_curves(rows: list[dict[str, Any]], max_epochs: float) -> dict[str, 
                 traces.append(predicted)
     return _figure(traces, "Learning curves (orange: running, blue: done, red: pruned, dashed: predicted)",
                    xaxis={"title": {"text": "epoch"}, "range": [0, max_epochs * 1.02]},
-                   yaxis={"title": {"text": "validation accuracy"}})
+                   yaxis={"title": {"text": "validation accuracy"},
+                          "autorangeoptions": {"clipmin": 0.0, "clipmax": 1.0}})
 
 
 def search_curves(search: Search) -> dict[str, Any]:

@@ -101,9 +101,9 @@ def running_points(search: Search) -> list[dict[str, Any]]:
                                                 started__isnull=False).order_by("started"))
 
 
-def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Speedup, slots held and efficiency after each result, by the same definitions as ``accounting.summary``
-    (searches recorded before the running periods were kept: over their whole time, against the slots used)."""
+def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Speedup, slots held and efficiency after each result, by ``accounting.figures`` (searches recorded before
+    the running periods were kept: over their whole time, against the slots used)."""
     if "periods" in (search.stats or {}):
         return accounting.history(search.stats)
     first = (search.stats or {}).get("first_dispatch")
@@ -116,10 +116,10 @@ def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[s
         serial += point["duration"] or 0.0
         if point["slot"]:
             slots.add(point["slot"])
-        wall = max(point["finished"] - first, 1e-9)
-        speedup = serial / wall
-        history.append({"time": point["finished"], "speedup": speedup, "ideal": len(slots), "held": len(slots),
-                        "efficiency": speedup / len(slots) if slots else 0.0})
+        wall = max(point["finished"] - first, 0.0)
+        figures = accounting.figures(wall, serial, len(slots) * wall, 1)
+        if figures["speedup"] is not None:
+            history.append({"time": point["finished"], "ideal": len(slots), **figures})
     return history
 
 
