@@ -295,6 +295,11 @@
       if (!state.plotted.has(event.data.number) && event.data.started) state.running[event.data.number] = event.data;
       if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
     }
+    else if (event.type === "individual.lost") {  // its worker died: no longer running, queued again
+      delete state.running[event.data.number];
+      state.runningDrawn = Math.max(state.runningDrawn, 1);  // redraw the timeline without its bar
+      if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+    }
     else if (event.type === "search.progress") { progress(event); redrawSoon("beliefs"); }
     else if (event.type === "individual.progress") { growCurve(event.data); return; }
     else if (event.type === "search.status") {

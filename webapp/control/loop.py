@@ -166,6 +166,10 @@ class SearchLoop(LoopShell):
     def _started(self, search: Search, individual: Individual, message: messages.Started, batch: Batch) -> None:
         if recording.mark_started(individual, message):
             batch.events.append(("individual.started", broadcast.individual_event(individual)))
+            for lost in recording.lost_on_slot(individual):  # its slot's previous evaluation died with its worker
+                log.warning("search %s: #%s lost its attempt %s on %s: queued again", self.search_id, lost.number,
+                            lost.attempts, lost.slot)
+                batch.events.append(("individual.lost", broadcast.individual_event(lost)))
 
     def _progress(self, search: Search, individual: Individual, message: messages.Progress, batch: Batch) -> None:
         if recording.record_progress(individual, message):
@@ -238,6 +242,11 @@ class SearchLoop(LoopShell):
             log.warning("search %s: re-sending %d stale evaluation(s): %s", self.search_id, len(resend),
                         [i.number for i in resend])
             self._send(resend, resent=True)
+            lost = [i for i in resend if i in stale]  # their attempt died with its worker: the pages say so
+            if lost:
+                with recording.fenced(self.search_id, self.owner):
+                    broadcast.notify_many(self.search_id,
+                                          [("individual.lost", broadcast.individual_event(i)) for i in lost])
 
     def _fail(self, individuals: list[Individual], reason: str, text: str) -> None:
         events: list[tuple[str, dict[str, Any]]] = []

@@ -100,6 +100,23 @@ def mark_started(individual: Individual, message: messages.Started) -> bool:
     return True
 
 
+def lost_on_slot(individual: Individual) -> list[Individual]:
+    """A slot runs one evaluation at a time: when it starts ``individual``, every other individual of the search
+    still ``running`` on that slot lost its attempt with its worker (kill -9, a crash). They are queued again at
+    once, never shown as two running on one slot, and run again by the usual rules (the broker's redelivery of
+    their task, or the loop's resend once no slot takes them within ``NAS_QUEUE_GRACE``)."""
+    if not individual.slot:
+        return []
+    lost = list(Individual.objects.filter(search_id=individual.search_id, status=Individual.Status.RUNNING,
+                                          slot=individual.slot).exclude(pk=individual.pk))
+    now = timezone.now()
+    Individual.objects.filter(pk__in=[i.pk for i in lost], status=Individual.Status.RUNNING).update(
+        status=Individual.Status.QUEUED, dispatched=now)
+    for other in lost:
+        other.status, other.dispatched = Individual.Status.QUEUED, now
+    return lost
+
+
 def record_progress(individual: Individual, message: messages.Progress) -> bool:
     """One more point of a running individual's learning curve. False when it is final already."""
     if individual.status in Individual.FINAL:

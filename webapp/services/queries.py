@@ -210,11 +210,17 @@ def individuals_page(search: Search, params) -> IndividualPage:
 PAUSED = (Search.Status.STOPPING, Search.Status.STOPPED, Search.Status.FAILED)
 
 
-def shown_state(status: str, dispatched: Any, search_status: str) -> str:
+def shown_state(status: str, dispatched: Any, search_status: str, attempts: int = 0) -> str:
     """An individual's state as a person reads it: ``not sent`` for queued work that no worker will run until
-    the search is resumed (a stopped search's queue, or one a slot skipped), else its status."""
+    the search is resumed (a stopped search's queue, or one a slot skipped); ``lost, retrying (attempt n)`` for
+    one whose last attempt was lost with its worker and that waits to run again; ``running (attempt n)`` from
+    the second attempt on; else its status."""
     if status == Individual.Status.QUEUED and (search_status in PAUSED or dispatched is None):
         return "not sent"
+    if status == Individual.Status.QUEUED and attempts:
+        return f"lost, retrying (attempt {attempts + 1})"
+    if status == Individual.Status.RUNNING and attempts > 1:
+        return f"running (attempt {attempts})"
     return status
 
 
@@ -223,7 +229,7 @@ def table_row(row: dict[str, Any], search_status: str = Search.Status.RUNNING) -
     state as shown, some metrics, the parents and the start of the failure's message."""
     shown = {name: row.get(f"metric.{name}") for name in ROW_METRICS}
     parents, message = row.pop("parents"), row.pop("message")
-    state = shown_state(row["status"], row["dispatched"], search_status)
+    state = shown_state(row["status"], row["dispatched"], search_status, row["attempts"] or 0)
     return {**_event(row), "state": state, **shown, "parents": parents, "message": message[:200]}
 
 
