@@ -160,7 +160,7 @@ def test_one_result_has_a_readable_window_an_accuracy_axis_and_visible_points():
         assert all("markers" in trace["mode"] for trace in figures[name]["data"]), name
     for name in ("fitness", "best"):
         clip = figures[name]["layout"]["yaxis"]["autorangeoptions"]
-        assert (clip["clipmin"], clip["clipmax"]) == charts.UNIT_RANGE, name
+        assert (clip["clipmin"], clip["clipmax"]) == charts.UNIT_CLIP, name
 
 
 def test_a_fitness_outside_zero_to_one_is_not_clipped_away():

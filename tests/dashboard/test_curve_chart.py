@@ -29,7 +29,7 @@ def test_every_curve_is_a_trace_and_a_pruned_one_has_its_dashed_prediction():
 
 def test_an_empty_search_shows_the_empty_note():
     figure = learning_curves([], 3.0)
-    assert figure["data"] == [] and figure["layout"]["annotations"][0]["text"] == "No results yet"
+    assert figure["data"] == [] and figure["layout"]["annotations"][0]["text"] == "No learning curve yet"
 
 
 def test_the_pruning_summary_counts_epochs_saved_and_false_stops():
@@ -56,7 +56,7 @@ def test_a_curve_of_one_epoch_is_a_visible_point():
     figure = learning_curves(rows, 1.0)
     assert len(figure["data"]) == 10 and "annotations" not in figure["layout"]
     assert all("markers" in trace["mode"] and trace["x"] == [1] for trace in figure["data"])
-    assert figure["layout"]["yaxis"]["autorangeoptions"] == {"clipmin": 0.0, "clipmax": 1.0}
+    assert figure["layout"]["yaxis"]["autorangeoptions"] == {"clipmin": -0.03, "clipmax": 1.03}
 
 
 def test_the_finished_event_carries_the_curve_a_page_never_saw_grow():

@@ -24,8 +24,10 @@ NO_SUCCESS = "No successful result yet"
 SPEEDUP_WAITS = "Speedup waits for the first result"
 #: A date axis spans at least this much either side of its points (one result alone is not a 1 ms window).
 TIME_PAD_MS = 30_000.0
-#: Fitness is a validation accuracy (``evaluators.result``): its axis stays within [0, 1] while every value does.
+#: Fitness is a validation accuracy (``evaluators.result``): its axis stays within [0, 1] while every value does
+#: (its autorange clipped to this, a little room either side so a marker at 0 or 1 is drawn whole).
 UNIT_RANGE = (0.0, 1.0)
+UNIT_CLIP = (-0.03, 1.03)
 #: The efficiency axis: 0-100% (``accounting.figures`` keeps it there), a little room for the line at 100%.
 EFFICIENCY_RANGE = (0.0, 1.02)
 BEST = "best so far"
@@ -91,7 +93,7 @@ def _time_window(axis: dict[str, Any], xs: list[float]) -> dict[str, Any]:
 def _unit_axis(axis: dict[str, Any], values: list[float | None]) -> dict[str, Any]:
     """A fitness axis clipped to [0, 1] while every value is an accuracy; any other value widens it."""
     if all(UNIT_RANGE[0] <= v <= UNIT_RANGE[1] for v in values if v is not None):
-        return {**axis, "autorangeoptions": {"clipmin": UNIT_RANGE[0], "clipmax": UNIT_RANGE[1]}}
+        return {**axis, "autorangeoptions": {"clipmin": UNIT_CLIP[0], "clipmax": UNIT_CLIP[1]}}
     return axis
 
 

@@ -12,11 +12,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from webapp.dashboard.charts import _figure, _trace
+from webapp.dashboard.charts import UNIT_CLIP, _figure, _trace
 from webapp.searches.broadcast import CURVE_METRIC
 from webapp.searches.models import Individual, Search
 
 SHOWN = 200
+#: The panel before any individual reported a point of its curve (a failed one reports none).
+NO_CURVES = "No learning curve yet"
 Z90 = 1.6448536269514722
 STYLES = {
     "running": {"color": "rgba(230, 145, 30, 0.9)", "width": 2},
@@ -68,10 +70,10 @@ def learning_curves(rows: list[dict[str, Any]], max_epochs: float) -> dict[str, 
             predicted = prediction_trace(row["number"], points[-1], prune, max_epochs)
             if predicted is not None:
                 traces.append(predicted)
-    return _figure(traces, "Learning curves (orange: running, blue: done, red: pruned, dashed: predicted)",
+    return _figure(traces, "Learning curves (orange: running, blue: done, red: pruned, dashed: predicted)", NO_CURVES,
                    xaxis={"title": {"text": "epoch"}, "range": [0, max_epochs * 1.02]},
                    yaxis={"title": {"text": "validation accuracy"},
-                          "autorangeoptions": {"clipmin": 0.0, "clipmax": 1.0}})
+                          "autorangeoptions": {"clipmin": UNIT_CLIP[0], "clipmax": UNIT_CLIP[1]}})
 
 
 def search_curves(search: Search) -> dict[str, Any]:
