@@ -108,7 +108,8 @@ def lost_on_slot(individual: Individual) -> list[Individual]:
     if not individual.slot:
         return []
     lost = list(Individual.objects.filter(search_id=individual.search_id, status=Individual.Status.RUNNING,
-                                          slot=individual.slot).exclude(pk=individual.pk))
+                                          slot=individual.slot, started__lte=individual.started)
+                .exclude(pk=individual.pk))  # started before it: a message late in arriving never drops a later one
     now = timezone.now()
     Individual.objects.filter(pk__in=[i.pk for i in lost], status=Individual.Status.RUNNING).update(
         status=Individual.Status.QUEUED, dispatched=now)

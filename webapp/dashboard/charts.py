@@ -270,7 +270,9 @@ def learning_curve(curve: list[dict[str, Any]]) -> dict[str, Any]:
                          yaxis="y2" if "acc" in name else "y") for name in names]
     return _figure(traces, "Learning curve", xaxis={"title": {"text": "epoch"}},
                    yaxis={"title": {"text": "loss"}},
-                   yaxis2={"title": {"text": "accuracy"}, "overlaying": "y", "side": "right", "showgrid": False})
+                   yaxis2=_unit_axis({"title": {"text": "accuracy"}, "overlaying": "y", "side": "right",
+                                      "showgrid": False},
+                                     [row.get(name) for name in names if "acc" in name for row in curve]))
 
 
 def search_figures(points: list[dict[str, Any]], summary: dict[str, Any], history: list[dict[str, float]],
