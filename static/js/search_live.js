@@ -7,9 +7,10 @@
   const searchId = root.dataset.search;
   const CONFIG = {responsive: true, displaylogo: false};
   const FINAL = new Set(["finished", "stopped", "failed"]);
-  const state = {plotted: new Set(), best: null, start: null, nodeCounts: {}, status: null, pending: {}, prunes: {},
+  const state = {plotted: new Set(), best: null, start: null, nodeCounts: {}, status: null, pending: {},
                  flushTimer: null, dropped: 0, running: {}, skew: 0, runningDrawn: 0};
   const live = NasLive.create({searchId, apply, applied: mark, resync: loadSnapshot});
+  const curves = NasCurves.create({chart: () => chart("curves"), queue, epochs: Number(root.dataset.epochs)});
   const setText = NasLive.setText, reveal = NasLive.reveal;
 
   function chart(name) { return document.getElementById("chart-" + name); }
@@ -137,7 +138,7 @@
           customdata: [p.number]},
           {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
            hovertemplate: "%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>"});
-    endCurve(p);
+    curves.end(p);
     if (!failed && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
       state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
       queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines+markers",
@@ -152,58 +153,6 @@
     queue("gantt", label, {x: [start, t, null], y: [slot, slot, null], text: [hover(p), hover(p), null]},
           {type: "scattergl", mode: "lines", line: {width: 12}, connectgaps: false,
            hovertemplate: "%{text}<extra>%{fullData.name}</extra>"});
-  }
-
-  // Learning curves: one trace per individual ("#<number>", as webapp/dashboard/curve_chart.py names them),
-  // grown by its progress events; when it ends, recoloured by how it ended (pruned: red, with the prediction).
-  const CURVE_STYLES = {running: {color: "rgba(230, 145, 30, 0.9)", width: 2},
-                        done: {color: "rgba(60, 110, 180, 0.55)", width: 1.5},
-                        pruned: {color: "rgba(194, 59, 50, 0.75)", width: 1.5},
-                        failed: {color: "rgba(120, 120, 120, 0.4)", width: 1}};
-  const Z90 = 1.6448536269514722;
-
-  function growCurve(data) {
-    const point = data.point || {};
-    if (point.val_accuracy === undefined || point.val_accuracy === null) return;
-    queue("curves", "#" + data.number, {x: [point.epoch], y: [point.val_accuracy]},
-          {type: "scatter", mode: "lines+markers", showlegend: false, line: CURVE_STYLES.running,
-           marker: {size: 5, color: CURVE_STYLES.running.color},
-           hovertemplate: "#" + data.number + " (running)<br>epoch %{x}: %{y:.4f}<extra></extra>"});
-    if (data.prune && data.prune.stop) state.prunes[data.number] = Object.assign({}, data.prune,
-                                                                                   {last: [point.epoch, point.val_accuracy]});
-  }
-
-  function endCurve(p, retried) {
-    const el = chart("curves");
-    if (!el || !el.data) return;
-    const index = el.data.findIndex((t) => t.name === "#" + p.number);
-    if (index < 0) {  // its last points may still wait in the batch: once more after it is drawn
-      if (!retried) setTimeout(() => endCurve(p, true), 250);
-      else if (p.curve && p.curve.length) {  // no progress on the way (one epoch): its whole curve now
-        const style = CURVE_STYLES[p.status] || CURVE_STYLES.done;
-        Plotly.addTraces(el, {type: "scatter", mode: "lines+markers", name: "#" + p.number, showlegend: false,
-          x: p.curve.map((c) => c[0]), y: p.curve.map((c) => c[1]), line: style,
-          marker: {size: 5, color: style.color},
-          hovertemplate: "#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"});
-        reveal(el);
-      }
-      return;
-    }
-    const style = CURVE_STYLES[p.status] || CURVE_STYLES.done;
-    Plotly.restyle(el, {line: [style], "marker.color": [style.color], hovertemplate: ["#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"]}, [index]);
-    const prune = state.prunes[p.number];
-    if (p.status === "pruned" && prune && prune.predicted !== null && prune.predicted !== undefined) {
-      const end = Number(root.dataset.epochs) || prune.last[0];
-      Plotly.addTraces(el, {type: "scatter", mode: "lines+markers", name: "#" + p.number + " predicted",
-        x: [prune.last[0], end], y: [prune.last[1], prune.predicted], showlegend: false,
-        line: Object.assign({dash: "dash"}, CURVE_STYLES.pruned), marker: {size: 4},
-        error_y: (prune.low !== null && prune.low !== undefined && prune.high !== null && prune.high !== undefined)
-          ? {type: "data", symmetric: false, array: [0, Math.max(prune.high - prune.predicted, 0)],
-             arrayminus: [0, Math.max(prune.predicted - prune.low, 0)], visible: true, color: CURVE_STYLES.pruned.color}
-          : {type: "data", array: [0, Z90 * (prune.spread || 0)], visible: true, color: CURVE_STYLES.pruned.color},
-        hovertemplate: "#" + p.number + ": " + (prune.reason || "") + "<extra>predicted</extra>"});
-    }
-    delete state.prunes[p.number];
   }
 
   function showPruning(pruning) {
@@ -262,7 +211,8 @@
     showSummary(stats);
     showPruning(data.pruning);
     if (stats && stats.speedup !== null && stats.speedup !== undefined) {  // the line's own numbers
-      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines+markers"});
+      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]},
+            {type: "scatter", mode: "lines+markers"});
       queue("speedup", "ideal", {x: [event.time * 1000], y: [stats.held]}, {type: "scatter", mode: "lines+markers"});
       queue("speedup", "efficiency", {x: [event.time * 1000], y: [stats.efficiency]},
             {type: "scatter", mode: "lines+markers", yaxis: "y2"});
@@ -271,7 +221,9 @@
     if (stats && stats.nodes && bars && bars.data) {
       const names = stats.nodes.map((n) => n.node + "/" + n.device);
       Plotly.restyle(bars, {x: [names, names], y: [stats.nodes.map((n) => n.count),
-                     stats.nodes.map((n) => n.throughput_per_hour == null ? null : Math.round(n.throughput_per_hour * 10) / 10)]}, [0, 1]);
+                     stats.nodes.map((n) => n.throughput_per_hour == null ? null
+                                                                           : Math.round(n.throughput_per_hour * 10) / 10)]},
+                     [0, 1]);
       reveal(bars);
     }
   }
@@ -301,7 +253,7 @@
       if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
     }
     else if (event.type === "search.progress") { progress(event); redrawSoon("beliefs"); }
-    else if (event.type === "individual.progress") { growCurve(event.data); return; }
+    else if (event.type === "individual.progress") { curves.grow(event.data); return; }
     else if (event.type === "search.status") {
       state.status = event.data.status;
       NasLive.showStatus(event.data.status);

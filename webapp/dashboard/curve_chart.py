@@ -3,7 +3,7 @@ ones growing as ``individual.progress`` events arrive, the pruned ones in red, a
 pruner's prediction dashed from its last point to the end of the budget, with its 90% interval.
 
 One trace per individual, named ``#<number>`` (its prediction ``#<number> predicted``): the names are the
-contract with ``static/js/search_live.js``, which extends a trace by name and restyles it when the individual
+contract with ``static/js/search_curves.js``, which extends a trace by name and restyles it when the individual
 ends. Only the latest :data:`SHOWN` individuals are drawn (plus the running ones), so a big search stays light.
 """
 from __future__ import annotations
