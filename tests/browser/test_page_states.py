@@ -1,6 +1,6 @@
-"""Issue 36's page-state matrix in Chromium: the search page at 0, 1 and many results, stopped before its first
-result, and when every evaluation failed, checked on what plotly drew (axis ranges from ``_fullLayout``, point
-counts, the panels' notes) and on the summary line's text, never on pixels.
+"""Issue 36's page-state matrix in Chromium: the search page at 0, 1, 2 and many results, with an attempt lost,
+stopped before its first result, and when every evaluation failed, checked on what plotly drew (axis ranges
+from ``_fullLayout``, point counts, the panels' notes) and on the summary line's text, never on pixels.
 
 The states are written as a search's loop writes them (``webapp.searches.accounting`` for the stats, rows of
 individuals), so one web server serves the whole matrix. With ``NAS_SHOTS_DIR`` set, each page is also saved
@@ -156,6 +156,11 @@ def test_the_search_page_says_only_what_is_true_in_every_state(page, web, django
         assert all("markers" in (t["mode"] or "") for t in one[name]["traces"] if t["n"]), name
     page.wait_for_selector("#individuals")
     assert "lost, retrying (attempt 2)" in page.inner_text("#individuals")
+
+    # Two results, one per slot: one trace per chart line, two points each.
+    two = show(page, web, crafted(owner, "two", results=[(True, 3.0, 4.0), (True, 3.5, 5.0)], running_for=6.0), "two")
+    assert_truthful(two)
+    assert points(two["fitness"]) == 2 and points(two["best"]) == 2 and len(two["curves"]["traces"]) == 2
 
     # Many results, one epoch each (item 4: every curve a point, no "No results yet").
     many = show(page, web, crafted(owner, "many", results=[(i % 9 != 4, 3.5, 4.0 + 2 * i) for i in range(30)],
