@@ -152,7 +152,8 @@ def node_bars(summary: dict[str, Any]) -> dict[str, Any]:
     names = [f"{n['node']}/{n['device']}" for n in nodes]
     traces = [
         _trace(go.Bar, name="evaluations", x=names, y=[n["count"] for n in nodes], offsetgroup="count"),
-        _trace(go.Bar, name="throughput / h", x=names, y=[None if n["throughput_per_hour"] is None else round(n["throughput_per_hour"], 1) for n in nodes],
+        _trace(go.Bar, name="throughput / h", x=names,
+               y=[None if n["throughput_per_hour"] is None else round(n["throughput_per_hour"], 1) for n in nodes],
                yaxis="y2", offsetgroup="rate"),
     ]
     return _figure(traces, "Per node: evaluations and throughput", barmode="group",

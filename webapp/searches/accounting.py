@@ -40,8 +40,8 @@ MIN_WALL = 1e-3
 
 
 def new_stats(now: float) -> dict[str, Any]:
-    return {"first_dispatch": now, "last_finish": None, "serial": 0.0, "serial_running": 0.0, "done": 0, "failed": 0, "nodes": {},
-            "slots": {}, "bytes_sent": 0, "bytes_received": 0, "packets": 0, "resent": 0,
+    return {"first_dispatch": now, "last_finish": None, "serial": 0.0, "serial_running": 0.0, "done": 0, "failed": 0,
+            "nodes": {}, "slots": {}, "bytes_sent": 0, "bytes_received": 0, "packets": 0, "resent": 0,
             "periods": [[now, None]], "slot_seconds": 0.0, "history": []}
 
 
