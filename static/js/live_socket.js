@@ -24,11 +24,16 @@ window.NasLive = (function () {
 
   // A chart drawn before its first result hides its axes behind a note (an empty date axis spans the year
   // 2000; webapp/dashboard/charts.py names the hidden axes in layout.meta.empty): the first point shows them.
+  const TIME_PAD_MS = 30000;  // charts.TIME_PAD_MS
   function reveal(el) {
     const empty = el && el.layout && el.layout.meta && el.layout.meta.empty;
     if (!empty || !el.data.some((t) => t.x && t.x.some((x) => x !== null))) return;
     const update = {annotations: [], meta: null};
     for (const axis of empty) update[axis + ".visible"] = true;
+    if (el.layout.xaxis && el.layout.xaxis.type === "date") {  // a first point alone spans a minute, not 1 ms
+      const xs = [].concat(...el.data.map((t) => Array.from(t.x || []))).filter((x) => x !== null).map(Number);
+      update["xaxis.autorangeoptions.include"] = [Math.min(...xs) - TIME_PAD_MS, Math.max(...xs) + TIME_PAD_MS];
+    }
     Plotly.relayout(el, update);
   }
 

@@ -7,9 +7,10 @@
   const searchId = root.dataset.search;
   const CONFIG = {responsive: true, displaylogo: false};
   const FINAL = new Set(["finished", "stopped", "failed"]);
-  const state = {plotted: new Set(), best: null, start: null, nodeCounts: {}, status: null, pending: {}, prunes: {},
+  const state = {plotted: new Set(), best: null, start: null, nodeCounts: {}, status: null, pending: {},
                  flushTimer: null, dropped: 0, running: {}, skew: 0, runningDrawn: 0};
   const live = NasLive.create({searchId, apply, applied: mark, resync: loadSnapshot});
+  const curves = NasCurves.create({chart: () => chart("curves"), queue, epochs: Number(root.dataset.epochs)});
   const setText = NasLive.setText, reveal = NasLive.reveal;
 
   function chart(name) { return document.getElementById("chart-" + name); }
@@ -60,20 +61,33 @@
     root.dataset.points = state.plotted.size;
   }
 
+  // Why the search ended as it did (a failed search: what failed); nothing while it runs.
+  function showReason(status, reason) {
+    const el = document.getElementById("status-reason");
+    if (!el) return;
+    el.textContent = status === "running" ? "" : (reason || "");
+    el.hidden = !el.textContent;
+  }
+
   function showSearch(s) {
     state.status = s.status;
     NasLive.showStatus(s.status);
+    showReason(s.status, s.status_reason);
     const progress = document.getElementById("progress");
     if (progress) { progress.max = s.total || 1; progress.value = s.done; }
     setText("progress-text", s.done + "/" + s.total);
     setText("best-fitness", fmt(s.best_fitness, 4));
   }
 
+  // Speedup, its ideal (the slots the search could use) and efficiency as webapp/searches/accounting.py defines
+  // them; before they are defined (no result yet) the line says what they wait for.
   function showSummary(summary) {
     if (!summary) return;
-    const held = summary.held !== undefined ? summary.held : summary.ideal;
-    setText("speedup-value", held ? fmt(summary.speedup, 2) + " of " + fmt(held, 1) : "—");
-    setText("efficiency-value", held ? fmt(summary.efficiency, 2) : "—");
+    const defined = summary.speedup !== null && summary.speedup !== undefined;
+    setText("speedup-value", defined ? fmt(summary.speedup, 2) + " of " + fmt(summary.held, 1)
+                                     : "— (waits for " + (summary.waiting || "the first result") + ")");
+    setText("efficiency-value", defined && summary.efficiency !== null && summary.efficiency !== undefined
+                                ? Math.round(100 * summary.efficiency) + "%" : "—");
     setText("utilisation-value", summary.utilisation != null ? fmt(summary.utilisation, 2) : "—");
   }
 
@@ -124,64 +138,21 @@
           customdata: [p.number]},
           {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
            hovertemplate: "%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>"});
-    endCurve(p);
+    curves.end(p);
     if (!failed && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
       state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
-      queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines",
-            line: {shape: "hv", width: 3}});
+      queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines+markers",
+            line: {shape: "hv", width: 3}, marker: {size: 6}});
     }
     if (state.start === null) state.start = p.dispatched || p.started || p.finished;
     const count = (state.nodeCounts[label] = (state.nodeCounts[label] || 0) + 1);
     queue("throughput", label, {x: [t], y: [3600 * count / Math.max(p.finished - state.start, 1e-3)]},
-          {type: "scattergl", mode: "lines"});
+          {type: "scattergl", mode: "lines+markers", marker: {size: 5}});
     const start = (p.started || p.finished - (p.duration || 0)) * 1000;
     const slot = p.slot || label;
     queue("gantt", label, {x: [start, t, null], y: [slot, slot, null], text: [hover(p), hover(p), null]},
           {type: "scattergl", mode: "lines", line: {width: 12}, connectgaps: false,
            hovertemplate: "%{text}<extra>%{fullData.name}</extra>"});
-  }
-
-  // Learning curves: one trace per individual ("#<number>", as webapp/dashboard/curve_chart.py names them),
-  // grown by its progress events; when it ends, recoloured by how it ended (pruned: red, with the prediction).
-  const CURVE_STYLES = {running: {color: "rgba(230, 145, 30, 0.9)", width: 2},
-                        done: {color: "rgba(60, 110, 180, 0.55)", width: 1.5},
-                        pruned: {color: "rgba(194, 59, 50, 0.75)", width: 1.5},
-                        failed: {color: "rgba(120, 120, 120, 0.4)", width: 1}};
-  const Z90 = 1.6448536269514722;
-
-  function growCurve(data) {
-    const point = data.point || {};
-    if (point.val_accuracy === undefined || point.val_accuracy === null) return;
-    queue("curves", "#" + data.number, {x: [point.epoch], y: [point.val_accuracy]},
-          {type: "scatter", mode: "lines", showlegend: false, line: CURVE_STYLES.running,
-           hovertemplate: "#" + data.number + " (running)<br>epoch %{x}: %{y:.4f}<extra></extra>"});
-    if (data.prune && data.prune.stop) state.prunes[data.number] = Object.assign({}, data.prune,
-                                                                                   {last: [point.epoch, point.val_accuracy]});
-  }
-
-  function endCurve(p, retried) {
-    const el = chart("curves");
-    if (!el || !el.data) return;
-    const index = el.data.findIndex((t) => t.name === "#" + p.number);
-    if (index < 0) {  // its last points may still wait in the batch: once more after it is drawn
-      if (!retried) setTimeout(() => endCurve(p, true), 250);
-      return;
-    }
-    const style = CURVE_STYLES[p.status] || CURVE_STYLES.done;
-    Plotly.restyle(el, {line: [style], hovertemplate: ["#" + p.number + " (" + p.status + ")<br>epoch %{x}: %{y:.4f}<extra></extra>"]}, [index]);
-    const prune = state.prunes[p.number];
-    if (p.status === "pruned" && prune && prune.predicted !== null && prune.predicted !== undefined) {
-      const end = Number(root.dataset.epochs) || prune.last[0];
-      Plotly.addTraces(el, {type: "scatter", mode: "lines+markers", name: "#" + p.number + " predicted",
-        x: [prune.last[0], end], y: [prune.last[1], prune.predicted], showlegend: false,
-        line: Object.assign({dash: "dash"}, CURVE_STYLES.pruned), marker: {size: 4},
-        error_y: (prune.low !== null && prune.low !== undefined && prune.high !== null && prune.high !== undefined)
-          ? {type: "data", symmetric: false, array: [0, Math.max(prune.high - prune.predicted, 0)],
-             arrayminus: [0, Math.max(prune.predicted - prune.low, 0)], visible: true, color: CURVE_STYLES.pruned.color}
-          : {type: "data", array: [0, Z90 * (prune.spread || 0)], visible: true, color: CURVE_STYLES.pruned.color},
-        hovertemplate: "#" + p.number + ": " + (prune.reason || "") + "<extra>predicted</extra>"});
-    }
-    delete state.prunes[p.number];
   }
 
   function showPruning(pruning) {
@@ -239,18 +210,20 @@
     const stats = data.stats;
     showSummary(stats);
     showPruning(data.pruning);
-    if (stats && stats.ideal) {
-      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]}, {type: "scatter", mode: "lines"});
-      const held = stats.held !== undefined ? stats.held : stats.ideal;
-      queue("speedup", "ideal", {x: [event.time * 1000], y: [held]}, {type: "scatter", mode: "lines"});
+    if (stats && stats.speedup !== null && stats.speedup !== undefined) {  // the line's own numbers
+      queue("speedup", "speedup", {x: [event.time * 1000], y: [stats.speedup]},
+            {type: "scatter", mode: "lines+markers"});
+      queue("speedup", "ideal", {x: [event.time * 1000], y: [stats.held]}, {type: "scatter", mode: "lines+markers"});
       queue("speedup", "efficiency", {x: [event.time * 1000], y: [stats.efficiency]},
-            {type: "scatter", mode: "lines", yaxis: "y2"});
+            {type: "scatter", mode: "lines+markers", yaxis: "y2"});
     }
     const bars = chart("nodes");
     if (stats && stats.nodes && bars && bars.data) {
       const names = stats.nodes.map((n) => n.node + "/" + n.device);
       Plotly.restyle(bars, {x: [names, names], y: [stats.nodes.map((n) => n.count),
-                     stats.nodes.map((n) => Math.round(n.throughput_per_hour * 10) / 10)]}, [0, 1]);
+                     stats.nodes.map((n) => n.throughput_per_hour == null ? null
+                                                                           : Math.round(n.throughput_per_hour * 10) / 10)]},
+                     [0, 1]);
       reveal(bars);
     }
   }
@@ -274,11 +247,17 @@
       if (!state.plotted.has(event.data.number) && event.data.started) state.running[event.data.number] = event.data;
       if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
     }
+    else if (event.type === "individual.lost") {  // its worker died: no longer running, queued again
+      delete state.running[event.data.number];
+      state.runningDrawn = Math.max(state.runningDrawn, 1);  // redraw the timeline without its bar
+      if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+    }
     else if (event.type === "search.progress") { progress(event); redrawSoon("beliefs"); }
-    else if (event.type === "individual.progress") { growCurve(event.data); return; }
+    else if (event.type === "individual.progress") { curves.grow(event.data); return; }
     else if (event.type === "search.status") {
       state.status = event.data.status;
       NasLive.showStatus(event.data.status);
+      showReason(event.data.status, event.data.reason);
     }
     refreshTableSoon();
   }

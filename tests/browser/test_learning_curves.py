@@ -53,3 +53,13 @@ def test_curves_grow_live_and_a_pruned_one_shows_as_pruned(page, web, django_use
     assert trace(page, "#0")["color"] != running_colour, "a pruned curve is drawn differently"
     predicted = trace(page, "#0 predicted")
     assert predicted["dash"] == "dash" and predicted["x"] == [1.5, 3]
+    # An individual trained for one epoch reports no progress on the way: its finished event brings its curve,
+    # one point, drawn as a marker (issue 36, item 4: the panel said "No results yet" after the search ended).
+    one = Individual.objects.create(search=search, number=1, genome={}, key="k1", status="done", fitness=0.8,
+                                    node="node0", device="cpu", slot="node0/cpu/0", started=search.created,
+                                    finished=search.created, duration=1.0,
+                                    curve=[{"epoch": 1, "step": 1, "val_accuracy": 0.8, "val_loss": 0.5}])
+    publish(search.pk, "individual.finished", broadcast.finished_event(one))
+    wait_until(lambda: (trace(page, "#1") or {"x": []})["x"] == [1], 60, message="the one-epoch curve drawn")
+    assert "markers" in page.evaluate("() => document.getElementById('chart-curves').data"
+                                      ".find((t) => t.name === '#1').mode")

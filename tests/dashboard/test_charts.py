@@ -50,10 +50,10 @@ def test_throughput_over_time_per_node():
 
 
 def test_speedup_against_ideal():
-    history = [{"time": 1.0, "speedup": 0.9, "ideal": 1, "efficiency": 0.9},
-               {"time": 2.0, "speedup": 1.8, "ideal": 2, "efficiency": 0.9}]
+    history = [{"time": 1.0, "speedup": 0.9, "ideal": 1, "held": 1.0, "efficiency": 0.9},
+               {"time": 2.0, "speedup": 1.8, "ideal": 2, "held": 2.0, "efficiency": 0.9}]
     by_name = traces(charts.speedup(history))
-    assert by_name["speedup"]["y"] == [0.9, 1.8] and by_name["ideal"]["y"] == [1, 2]
+    assert by_name["speedup"]["y"] == [0.9, 1.8] and by_name["ideal"]["y"] == [1.0, 2.0]
     assert by_name["efficiency"]["yaxis"] == "y2"
 
 
@@ -117,14 +117,16 @@ def test_an_empty_chart_hides_its_axes_behind_a_note():
         assert layout["meta"]["empty"], name
         for axis in layout["meta"]["empty"]:
             assert layout[axis]["visible"] is False, (name, axis)
-        assert [note["text"] for note in layout["annotations"]] == [charts.NO_RESULTS], name
+        expected = charts.SPEEDUP_WAITS if name == "speedup" else charts.NO_RESULTS
+        assert [note["text"] for note in layout["annotations"]] == [expected], name
     assert figures["speedup"]["layout"]["meta"]["empty"] == ["xaxis", "yaxis", "yaxis2"]
 
 
 def test_a_chart_with_points_shows_its_axes():
     figures = charts.search_figures(POINTS, {"nodes": [{"node": "a", "device": "cpu", "count": 1,
                                                         "throughput_per_hour": 1.0}]},
-                                    [{"time": 1.0, "speedup": 0.5, "ideal": 1, "efficiency": 0.5}], 0.0, [], [])
+                                    [{"time": 1.0, "speedup": 0.5, "ideal": 1, "held": 1.0,
+                                      "efficiency": 0.5}], 0.0, [], [])
     for name, figure in figures.items():
         layout = figure["layout"]
         assert "meta" not in layout and "annotations" not in layout, name
@@ -135,11 +137,45 @@ def test_a_chart_with_points_shows_its_axes():
 
 
 def test_efficiency_has_its_own_labelled_percent_scale_from_zero_to_one():
-    history = [{"time": 1.0, "speedup": 0.78, "ideal": 2, "efficiency": 0.39}]
+    history = [{"time": 1.0, "speedup": 0.78, "ideal": 2, "held": 2.0, "efficiency": 0.39}]
     figure = charts.speedup(history)
     axis = figure["layout"]["yaxis2"]
     # The right axis always spans 0-100%: 39% sits low, not level with the ideal line at the top.
-    assert axis["autorangeoptions"]["include"] == [0, 1] and axis["tickformat"] == ".0%" and axis["dtick"] == 0.25
+    assert axis["range"] == [0, charts.EFFICIENCY_RANGE[1]] and axis["autorange"] is False
+    assert axis["tickformat"] == ".0%" and axis["dtick"] == 0.25
     assert "efficiency" in axis["title"]["text"] and "speedup" in figure["layout"]["yaxis"]["title"]["text"]
     efficiency = traces(figure)["efficiency"]
     assert efficiency["y"] == [0.39] and efficiency["yaxis"] == "y2" and efficiency["line"]["dash"] == "dot"
+
+
+def test_one_result_has_a_readable_window_an_accuracy_axis_and_visible_points():
+    """Issue 36, item 3: one result alone is a minute of time axis (not 1.5 ms), its accuracy axis stays in
+    [0, 1], and "Best so far" and the throughput draw it as a marker (a line of one point draws nothing)."""
+    one = [point(0, 0.93, "alpha", 1_000.0)]
+    figures = charts.search_figures(one, {"nodes": []}, [], 990.0, [], [])
+    for name in ("fitness", "best", "throughput"):
+        layout = figures[name]["layout"]
+        low, high = layout["xaxis"]["autorangeoptions"]["include"]
+        assert high - low >= 2 * charts.TIME_PAD_MS and low < 1_000_000.0 < high, name
+        assert all("markers" in trace["mode"] for trace in figures[name]["data"]), name
+    for name in ("fitness", "best"):
+        clip = figures[name]["layout"]["yaxis"]["autorangeoptions"]
+        assert (clip["clipmin"], clip["clipmax"]) == charts.UNIT_CLIP, name
+
+
+def test_a_fitness_outside_zero_to_one_is_not_clipped_away():
+    figure = charts.fitness_scatter([point(0, 1.7, "alpha", 10.0)])
+    assert "autorangeoptions" not in figure["layout"]["yaxis"]
+
+
+def test_best_so_far_of_only_failures_says_it_waits_for_a_success():
+    figure = charts.best_so_far([point(0, None, "alpha", 10.0)])
+    assert figure["layout"]["annotations"][0]["text"] == charts.NO_SUCCESS
+
+
+def test_the_chart_and_the_summary_line_read_the_same_ideal():
+    """Issue 36, item 2: the dashed ideal is ``held``, the same number as the line's "of N"."""
+    history = [{"time": 1.0, "speedup": 0.53, "ideal": 1, "held": 0.55, "efficiency": 0.53 / 0.55},
+               {"time": 2.0, "speedup": None, "ideal": 1, "held": None, "efficiency": None}]
+    by_name = traces(charts.speedup(history))
+    assert by_name["ideal"]["y"] == [0.55] and by_name["speedup"]["y"] == [0.53]

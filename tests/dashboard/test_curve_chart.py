@@ -29,7 +29,7 @@ def test_every_curve_is_a_trace_and_a_pruned_one_has_its_dashed_prediction():
 
 def test_an_empty_search_shows_the_empty_note():
     figure = learning_curves([], 3.0)
-    assert figure["data"] == [] and figure["layout"]["annotations"][0]["text"] == "No results yet"
+    assert figure["data"] == [] and figure["layout"]["annotations"][0]["text"] == "No learning curve yet"
 
 
 def test_the_pruning_summary_counts_epochs_saved_and_false_stops():
@@ -46,3 +46,26 @@ def test_a_stated_interval_is_drawn_as_it_is_asymmetric():
     error = next(t for t in learning_curves(rows, 3.0)["data"] if t["name"] == "#1 predicted")["error_y"]
     assert error["symmetric"] is False
     assert abs(error["array"][1] - 0.3) < 1e-12 and abs(error["arrayminus"][1] - 0.1) < 1e-12
+
+
+def test_a_curve_of_one_epoch_is_a_visible_point():
+    """Issue 36, item 4: trained for one epoch, each individual's curve is one point: drawn as a marker, and the
+    panel never says "No results yet" when there are curves."""
+    rows = [{"number": n, "status": "done", "prune": {}, "curve": [{"epoch": 1, "val_accuracy": 0.8 + n / 100}]}
+            for n in range(10)]
+    figure = learning_curves(rows, 1.0)
+    assert len(figure["data"]) == 10 and "annotations" not in figure["layout"]
+    assert all("markers" in trace["mode"] and trace["x"] == [1] for trace in figure["data"])
+    assert figure["layout"]["yaxis"]["autorangeoptions"] == {"clipmin": -0.03, "clipmax": 1.03}
+
+
+def test_the_finished_event_carries_the_curve_a_page_never_saw_grow():
+    from types import SimpleNamespace
+
+    from webapp.searches.broadcast import finished_event
+
+    individual = SimpleNamespace(pk=7, number=3, status="done", fitness=0.8, key="k", description="d", generation=0,
+                                 operator="", node="n", device="cpu", slot="n/cpu/0", failure="", attempts=1,
+                                 metrics={}, dispatched=None, started=None, finished=None, duration=1.0,
+                                 curve=[{"epoch": 1, "val_accuracy": 0.8, "val_loss": 0.4}, {"epoch": 2}])
+    assert finished_event(individual)["curve"] == [[1, 0.8]]

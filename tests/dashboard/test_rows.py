@@ -49,12 +49,15 @@ def test_the_node_filter_offers_every_node_that_evaluated(search):
 def test_queued_work_no_worker_will_run_reads_not_sent(search):
     from django.utils import timezone
 
-    Individual.objects.filter(search=search, number=8).update(status="queued", dispatched=timezone.now())
+    Individual.objects.filter(search=search, number=8).update(status="queued", dispatched=timezone.now(), attempts=0)
     Individual.objects.filter(search=search, number=9).update(status="queued", dispatched=None)
     search.status = "running"
     search.save(update_fields=["status"])
     states = {row["number"]: row["state"] for row in queries.individuals_page(search, {"status": "queued"}).rows}
     assert states == {8: "queued", 9: "not sent"}
+    Individual.objects.filter(search=search, number=8).update(attempts=1)  # its first attempt died with its worker
+    states = {row["number"]: row["state"] for row in queries.individuals_page(search, {"status": "queued"}).rows}
+    assert states == {8: "lost, retrying (attempt 2)", 9: "not sent"}
     search.status = "stopped"
     search.save(update_fields=["status"])
     states = {row["number"]: row["state"] for row in queries.individuals_page(search, {"status": "queued"}).rows}

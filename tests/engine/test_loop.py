@@ -38,3 +38,50 @@ def test_a_whole_search_runs_with_a_send_that_evaluates_in_place(engine, monkeyp
     assert all(i.status == Individual.Status.DONE for i in individuals)
     assert {queue for queue, _ in sent} == {"eval"} and sum(size for _, size in sent) == 10
     assert search.stats["packets"] == len(sent) and search.evaluations_total == search.evaluations_done == 10
+
+
+def test_a_search_whose_every_evaluation_failed_ends_failed_with_the_reason(engine, monkeypatch):
+    """Issue 36, item 5: not one success is no ``finished``: the search says it failed, and why, on the list,
+    the page and the API (they all read ``status`` and ``status_reason``)."""
+    import evaluators.simulated
+    from evaluators.result import EvaluationResult
+    from webapp.services import queries
+
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
+    monkeypatch.setattr(evaluators.simulated, "simulate", lambda key, *args, **kwargs: EvaluationResult.failed(
+        "DatasetMissing", "no data", timings={"total": 0.01}, device="simulated"))
+    search = lifecycle.launch(lifecycle.create_search(owner(), "all fail", CONFIG))
+
+    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+        runner.evaluate_packet(packet, signature, task_id)
+
+    owner_id = lease.new_owner()
+    assert lease.take(search.pk, owner_id)
+    assert SearchLoop(search.pk, owner_id, send=send).run() == Search.Status.FAILED
+    search.refresh_from_db()
+    assert search.status == Search.Status.FAILED and search.finished is not None
+    assert search.status_reason == "all 10 evaluations failed: DatasetMissing"
+    assert queries.search_row(search)["status_reason"] == search.status_reason
+    summary = queries.search_detail(search)["summary"]
+    assert summary["failed"] == 10 and summary["speedup"] is not None and 0 <= summary["efficiency"] <= 1
+
+
+def test_a_search_stopped_before_its_first_result_says_its_speedup_waits(engine, monkeypatch):
+    """Issue 36, item 1: stopped before any result, its figures wait instead of ``0.00 of 5209334850.3``."""
+    from webapp.services import queries
+    from webapp.services.progress_line import progress_line
+
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
+    search = lifecycle.launch(lifecycle.create_search(owner(), "stopped early", CONFIG))
+
+    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+        lifecycle.stop(Search.objects.get(pk=search.pk))  # stopped while its first packet is on its way
+
+    owner_id = lease.new_owner()
+    assert lease.take(search.pk, owner_id)
+    assert SearchLoop(search.pk, owner_id, send=send).run() == Search.Status.STOPPED
+    search.refresh_from_db()
+    summary = queries.search_detail(search)["summary"]
+    assert summary["done"] + summary["failed"] == 0 and 0 < summary["wall"] < 600
+    assert summary["speedup"] is summary["held"] is summary["efficiency"] is None
+    assert "speedup waits for the first result" in progress_line(search.status, 0, 10, None, summary)

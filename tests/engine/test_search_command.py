@@ -19,7 +19,7 @@ from webapp.services.progress_line import bar, progress_line
 
 def test_progress_line_shows_bar_best_nodes_and_speedup():
     summary = {"nodes": [{"node": "alpha", "count": 7}, {"node": "beta", "count": 5}], "ideal": 2,
-               "speedup": 1.84, "efficiency": 0.92, "failed": 1}
+               "held": 2.0, "speedup": 1.84, "efficiency": 0.92, "failed": 1}
     line = progress_line("running", 12, 30, 0.95123, summary)
     assert line.startswith("running  [" + "#" * 10 + "." * 14 + "] 12/30 best 0.9512")
     assert "alpha 7 beta 5" in line and "speedup 1.84/2 (92%)" in line and "failed 1" in line

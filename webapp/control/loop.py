@@ -83,7 +83,7 @@ class SearchLoop(LoopShell):
         self.dispatch()
         self._account()
         if self.strategy.done and not self._in_flight().exists():
-            return Search.Status.FINISHED, ""
+            return recording.outcome(self.search)  # finished, or failed when not one evaluation succeeded
         return None
 
     def _account(self) -> None:
@@ -94,9 +94,19 @@ class SearchLoop(LoopShell):
         self._device_clock.sample(now, self._available_devices())
         if now - self._accounted > ACCOUNT_EVERY:
             with recording.fenced(self.search_id, self.owner) as search:
-                accounting.add_device_time(search.stats, self._device_clock.take())  # saved with the slot time
-                recording.add_slot_time(search, self._clock.take())
-            self.search, self._accounted = search, now
+                self._hand_over(search, now)
+                recording.save_stats(search)
+            self.search = search
+
+    def _hand_over(self, search: Search, now: float) -> None:
+        """Sample the slots up to ``now`` and put what was sampled into the search's stats (the caller saves
+        them): before results are recorded, so each point of the speedup's history counts the slot time up to
+        its own result."""
+        self._clock.sample(now, self._available())
+        self._device_clock.sample(now, self._available_devices())
+        accounting.add_device_time(search.stats, self._device_clock.take())
+        accounting.add_slot_time(search.stats, self._clock.take(), as_of=now)
+        self._accounted = now
 
     def _available(self) -> int:
         """The live slots of the pool this search can use now: idle ones, and those working for it."""
@@ -131,6 +141,7 @@ class SearchLoop(LoopShell):
                 log.warning("search %s: dropped a malformed message (%s): %.200s", self.search_id, error, item.data)
         batch = Batch()
         with recording.fenced(self.search_id, self.owner) as search:
+            self._hand_over(search, time.time())  # saved below, with the results or alone
             ids = [m.origin.individual for m in parsed]
             by_id = Individual.objects.in_bulk(ids)
             for message in parsed:
@@ -155,6 +166,10 @@ class SearchLoop(LoopShell):
     def _started(self, search: Search, individual: Individual, message: messages.Started, batch: Batch) -> None:
         if recording.mark_started(individual, message):
             batch.events.append(("individual.started", broadcast.individual_event(individual)))
+            for lost in recording.lost_on_slot(individual):  # its slot's previous evaluation died with its worker
+                log.warning("search %s: #%s lost its attempt %s on %s: queued again", self.search_id, lost.number,
+                            lost.attempts, lost.slot)
+                batch.events.append(("individual.lost", broadcast.individual_event(lost)))
 
     def _progress(self, search: Search, individual: Individual, message: messages.Progress, batch: Batch) -> None:
         if recording.record_progress(individual, message):
@@ -170,7 +185,7 @@ class SearchLoop(LoopShell):
             result = self.pruning.result(search, individual, message.result, result)
             self.strategy.tell(individual.number, result)
             batch.recorded.append(individual)
-            batch.events.append(("individual.finished", broadcast.individual_event(individual)))
+            batch.events.append(("individual.finished", broadcast.finished_event(individual)))
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
         """A slot dropped it because the search was stopped: sent again at once if the search runs again
@@ -227,6 +242,11 @@ class SearchLoop(LoopShell):
             log.warning("search %s: re-sending %d stale evaluation(s): %s", self.search_id, len(resend),
                         [i.number for i in resend])
             self._send(resend, resent=True)
+            lost = [i for i in resend if i in stale]  # their attempt died with its worker: the pages say so
+            if lost:
+                with recording.fenced(self.search_id, self.owner):
+                    broadcast.notify_many(self.search_id,
+                                          [("individual.lost", broadcast.individual_event(i)) for i in lost])
 
     def _fail(self, individuals: list[Individual], reason: str, text: str) -> None:
         events: list[tuple[str, dict[str, Any]]] = []
@@ -322,7 +342,4 @@ class SearchLoop(LoopShell):
 
     def closing(self, search: Search) -> None:
         """The slot and device time sampled since the last hand-over, saved with the end."""
-        self._clock.sample(time.time(), self._available())
-        self._device_clock.sample(time.time(), self._available_devices())
-        accounting.add_device_time(search.stats, self._device_clock.take())  # saved with the slot time
-        recording.add_slot_time(search, self._clock.take())
+        self._hand_over(search, time.time())  # saved with the end

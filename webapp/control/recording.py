@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,6 +98,24 @@ def mark_started(individual: Individual, message: messages.Started) -> bool:
     individual.node, individual.device, individual.slot = origin.node, origin.device, origin.slot
     individual.save(update_fields=["status", "started", "attempts", "node", "device", "slot"])
     return True
+
+
+def lost_on_slot(individual: Individual) -> list[Individual]:
+    """A slot runs one evaluation at a time: when it starts ``individual``, every other individual of the search
+    still ``running`` on that slot lost its attempt with its worker (kill -9, a crash). They are queued again at
+    once, never shown as two running on one slot, and run again by the usual rules (the broker's redelivery of
+    their task, or the loop's resend once no slot takes them within ``NAS_QUEUE_GRACE``)."""
+    if not individual.slot:
+        return []
+    lost = list(Individual.objects.filter(search_id=individual.search_id, status=Individual.Status.RUNNING,
+                                          slot=individual.slot, started__lte=individual.started)
+                .exclude(pk=individual.pk))  # started before it: a message late in arriving never drops a later one
+    now = timezone.now()
+    Individual.objects.filter(pk__in=[i.pk for i in lost], status=Individual.Status.RUNNING).update(
+        status=Individual.Status.QUEUED, dispatched=now)
+    for other in lost:
+        other.status, other.dispatched = Individual.Status.QUEUED, now
+    return lost
 
 
 def record_progress(individual: Individual, message: messages.Progress) -> bool:
@@ -217,18 +236,24 @@ def start_accounting(search: Search, now: float) -> None:
     search.save(update_fields=["stats"])
 
 
-def add_slot_time(search: Search, slot_seconds: float) -> None:
-    """Slot-seconds the search could use since the loop last said (its ``SlotClock``)."""
-    if slot_seconds > 0:
-        accounting.add_slot_time(search.stats, slot_seconds)
-        search.save(update_fields=["stats"])
+def outcome(search: Search) -> tuple[str, str]:
+    """How a search whose work is all done ends: ``finished``, or ``failed`` with the reason when not one of its
+    evaluations succeeded (``all 10 evaluations failed: DatasetMissing (10 of 10)``)."""
+    rows = Individual.objects.filter(search=search, status__in=Individual.FINAL)
+    if not rows.exists() or rows.exclude(status=Individual.Status.FAILED).exists():
+        return Search.Status.FINISHED, ""
+    reasons = Counter(rows.values_list("failure", flat=True))
+    total = sum(reasons.values())
+    reason, count = reasons.most_common(1)[0]
+    return Search.Status.FAILED, (f"all {total} evaluations failed: {reason or 'error'}"
+                                  + ("" if count == total else f" ({count} of {total})"))
 
 
 def end_search(search: Search, status: str, reason: str) -> dict[str, Any]:
-    """The search ends (``finished``, ``stopped``); returns the ``search.status`` event's data."""
+    """The search ends (``finished``, ``stopped``, ``failed``); returns the ``search.status`` event's data."""
     search.status, search.status_reason = status, reason
     accounting.end_period(search.stats, time.time())
-    if status == Search.Status.FINISHED:
+    if status in (Search.Status.FINISHED, Search.Status.FAILED):
         search.finished = timezone.now()
         search.evaluations_total = search.evaluations_done  # what was evaluated is the whole plan: 100%
     search.save(update_fields=["status", "status_reason", "finished", "evaluations_total", "stats"])

@@ -19,6 +19,17 @@ FAILED = "failed"
 EFFICIENCY_COLOUR = "#8c5a00"
 #: The note an empty chart shows instead of its axes.
 NO_RESULTS = "No results yet"
+#: The notes of charts that wait for more than any result.
+NO_SUCCESS = "No successful result yet"
+SPEEDUP_WAITS = "Speedup waits for the first result"
+#: A date axis spans at least this much either side of its points (one result alone is not a 1 ms window).
+TIME_PAD_MS = 30_000.0
+#: Fitness is a validation accuracy (``evaluators.result``): its axis stays within [0, 1] while every value does
+#: (its autorange clipped to this, a little room either side so a marker at 0 or 1 is drawn whole).
+UNIT_RANGE = (0.0, 1.0)
+UNIT_CLIP = (-0.03, 1.03)
+#: The efficiency axis: 0-100% (``accounting.figures`` keeps it there), a little room for the line at 100%.
+EFFICIENCY_RANGE = (0.0, 1.02)
 BEST = "best so far"
 #: The timeline's trace of evaluations under way (each bar ends at "now"; the page stretches them every second).
 RUNNING = "running"
@@ -63,18 +74,34 @@ def _trace(kind: type, **props: Any) -> dict[str, Any]:
     return {**_checked(kind, props), **arrays}
 
 
-def _figure(traces: list[dict[str, Any]], title: str, **layout: Any) -> dict[str, Any]:
-    if not any(x is not None for trace in traces for x in trace.get("x") or ()):
-        layout = _empty(layout)
+def _figure(traces: list[dict[str, Any]], title: str, note: str = NO_RESULTS, **layout: Any) -> dict[str, Any]:
+    xs = [x for trace in traces for x in trace.get("x") or () if x is not None]
+    if not xs:
+        layout = _empty(layout, note)
+    elif (layout.get("xaxis") or {}).get("type") == "date":
+        layout = {**layout, "xaxis": _time_window(layout["xaxis"], xs)}
     return {"data": traces, "layout": _checked(go.Layout, {**LAYOUT, "title": {"text": title, "font": {"size": 15}},
                                                             **layout})}
 
 
-def _empty(layout: dict[str, Any]) -> dict[str, Any]:
+def _time_window(axis: dict[str, Any], xs: list[float]) -> dict[str, Any]:
+    """A date axis that autoranges over its points and :data:`TIME_PAD_MS` either side of them (points drawn
+    live later still widen it)."""
+    return {**axis, "autorangeoptions": {"include": [min(xs) - TIME_PAD_MS, max(xs) + TIME_PAD_MS]}}
+
+
+def _unit_axis(axis: dict[str, Any], values: list[float | None]) -> dict[str, Any]:
+    """A fitness axis clipped to [0, 1] while every value is an accuracy; any other value widens it."""
+    if all(UNIT_RANGE[0] <= v <= UNIT_RANGE[1] for v in values if v is not None):
+        return {**axis, "autorangeoptions": {"clipmin": UNIT_CLIP[0], "clipmax": UNIT_CLIP[1]}}
+    return axis
+
+
+def _empty(layout: dict[str, Any], text: str = NO_RESULTS) -> dict[str, Any]:
     """A chart before its first point: its axes hidden (an empty date axis spans the year 2000) behind a note.
     ``meta.empty`` names the hidden axes, which the live page shows again when the first point arrives."""
     axes = sorted({"xaxis", "yaxis", *(key for key in layout if key.startswith(("xaxis", "yaxis")))})
-    note = {"text": NO_RESULTS, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+    note = {"text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
             "font": {"size": 14, "color": "#5b6475"}}
     return {**layout, **{axis: {**layout.get(axis, {}), "visible": False} for axis in axes},
             "annotations": [note], "meta": {"empty": axes}}
@@ -99,8 +126,9 @@ def fitness_scatter(points: list[dict[str, Any]]) -> dict[str, Any]:
         )
         for name, rows in sorted(by_node.items())
     ]
+    values = [y for trace in traces for y in trace["y"]]
     return _figure(traces, "Fitness of every individual", xaxis={"type": "date", "title": {"text": "finished"}},
-                   yaxis={"title": {"text": "fitness"}})
+                   yaxis=_unit_axis({"title": {"text": "fitness"}}, values))
 
 
 def best_so_far(points: list[dict[str, Any]]) -> dict[str, Any]:
@@ -111,8 +139,11 @@ def best_so_far(points: list[dict[str, Any]]) -> dict[str, Any]:
             best = point["fitness"] if best is None else max(best, point["fitness"])
             xs.append(ms(point["finished"]))
             ys.append(best)
-    trace = _trace(go.Scattergl, name=BEST, mode="lines", x=xs, y=ys, line={"shape": "hv", "width": 3})
-    return _figure([trace], "Best so far", xaxis={"type": "date"}, yaxis={"title": {"text": "fitness"}})
+    trace = _trace(go.Scattergl, name=BEST, mode="lines+markers", x=xs, y=ys, line={"shape": "hv", "width": 3},
+                   marker={"size": 6})
+    note = NO_SUCCESS if final(points) else NO_RESULTS
+    return _figure([trace], "Best so far", note, xaxis={"type": "date"},
+                   yaxis=_unit_axis({"title": {"text": "fitness"}}, ys))
 
 
 def node_bars(summary: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +152,8 @@ def node_bars(summary: dict[str, Any]) -> dict[str, Any]:
     names = [f"{n['node']}/{n['device']}" for n in nodes]
     traces = [
         _trace(go.Bar, name="evaluations", x=names, y=[n["count"] for n in nodes], offsetgroup="count"),
-        _trace(go.Bar, name="throughput / h", x=names, y=[round(n["throughput_per_hour"], 1) for n in nodes],
+        _trace(go.Bar, name="throughput / h", x=names,
+               y=[None if n["throughput_per_hour"] is None else round(n["throughput_per_hour"], 1) for n in nodes],
                yaxis="y2", offsetgroup="rate"),
     ]
     return _figure(traces, "Per node: evaluations and throughput", barmode="group",
@@ -138,30 +170,35 @@ def throughput_over_time(points: list[dict[str, Any]], start: float | None) -> d
     for name, rows in sorted(by_node.items()):
         first = start if start is not None else rows[0]["finished"]
         ys = [3600.0 * (i + 1) / max(p["finished"] - first, 1e-3) for i, p in enumerate(rows)]
-        traces.append(_trace(go.Scattergl, name=name, mode="lines", x=[ms(p["finished"]) for p in rows], y=ys))
+        traces.append(_trace(go.Scattergl, name=name, mode="lines+markers", x=[ms(p["finished"]) for p in rows], y=ys,
+                             marker={"size": 5}))
     return _figure(traces, "Throughput per node over time", xaxis={"type": "date"},
                    yaxis={"title": {"text": "evaluations / hour"}, "rangemode": "tozero"})
 
 
-def speedup(history: list[dict[str, float]]) -> dict[str, Any]:
-    """Measured speedup (serial time / the time the search was running) against the ideal (the slots it could
-    use, on average while it ran: idle ones or those working for it, not those busy with another search) on the
-    left axis, and the efficiency (speedup / ideal) on the right axis in percent. The right axis always spans
-    0-100%, so an efficiency of 39% sits low on the chart and never looks like the ideal line."""
+def speedup(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Measured speedup against the ideal (``held``: the slots the search could use on average while it ran, idle
+    ones or those working for it, not those busy with another search) on the left axis, and the efficiency
+    (speedup / ideal) on the right axis in percent, all from ``accounting.figures`` (the page's line reads the
+    same). The right axis spans 0-100%, so an efficiency of 39% sits low on the chart and never looks like the
+    ideal line; points before the figures are defined (no result yet) are left out."""
+    history = [h for h in history if h.get("speedup") is not None]
     xs = [ms(h["time"]) for h in history]
     traces = [
-        _trace(go.Scatter, name="speedup", mode="lines", x=xs, y=[h["speedup"] for h in history], line={"width": 3}),
-        _trace(go.Scatter, name="ideal", mode="lines", x=xs, y=[h.get("held", h["ideal"]) for h in history],
-               line={"dash": "dash"}, hovertemplate="slots it could use %{y:.2f}<extra></extra>"),
-        _trace(go.Scatter, name="efficiency", mode="lines", x=xs, y=[h["efficiency"] for h in history], yaxis="y2",
+        _trace(go.Scatter, name="speedup", mode="lines+markers", x=xs, y=[h["speedup"] for h in history],
+               line={"width": 3}, marker={"size": 5}),
+        _trace(go.Scatter, name="ideal", mode="lines+markers", x=xs, y=[h["held"] for h in history],
+               line={"dash": "dash"}, marker={"size": 4}, hovertemplate="slots it could use %{y:.2f}<extra></extra>"),
+        _trace(go.Scatter, name="efficiency", mode="lines+markers", x=xs,
+               y=[h["efficiency"] for h in history], yaxis="y2", marker={"size": 4},
                line={"dash": "dot", "color": EFFICIENCY_COLOUR}, hovertemplate="efficiency %{y:.0%}<extra></extra>"),
     ]
-    return _figure(traces, "Speedup while running vs the slots it could use", xaxis={"type": "date"},
+    return _figure(traces, "Speedup while running vs the slots it could use", SPEEDUP_WAITS, xaxis={"type": "date"},
                    yaxis={"title": {"text": "speedup (× one slot); ideal dashed"}, "rangemode": "tozero"},
                    yaxis2={"title": {"text": "efficiency, % of ideal (dotted)", "font": {"color": EFFICIENCY_COLOUR}},
                            "overlaying": "y", "side": "right", "tickformat": ".0%", "showgrid": False,
-                           "tickmode": "linear", "tick0": 0, "dtick": 0.25,
-                           "tickfont": {"color": EFFICIENCY_COLOUR}, "autorangeoptions": {"include": [0, 1]}})
+                           "tickmode": "linear", "tick0": 0, "dtick": 0.25, "range": list(EFFICIENCY_RANGE),
+                           "autorange": False, "tickfont": {"color": EFFICIENCY_COLOUR}})
 
 
 def gantt_segment(point: dict[str, Any]) -> tuple[list, list, list]:
@@ -234,7 +271,9 @@ def learning_curve(curve: list[dict[str, Any]]) -> dict[str, Any]:
                          yaxis="y2" if "acc" in name else "y") for name in names]
     return _figure(traces, "Learning curve", xaxis={"title": {"text": "epoch"}},
                    yaxis={"title": {"text": "loss"}},
-                   yaxis2={"title": {"text": "accuracy"}, "overlaying": "y", "side": "right", "showgrid": False})
+                   yaxis2=_unit_axis({"title": {"text": "accuracy"}, "overlaying": "y", "side": "right",
+                                      "showgrid": False},
+                                     [row.get(name) for name in names if "acc" in name for row in curve]))
 
 
 def search_figures(points: list[dict[str, Any]], summary: dict[str, Any], history: list[dict[str, float]],

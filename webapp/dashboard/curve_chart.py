@@ -3,7 +3,7 @@ ones growing as ``individual.progress`` events arrive, the pruned ones in red, a
 pruner's prediction dashed from its last point to the end of the budget, with its 90% interval.
 
 One trace per individual, named ``#<number>`` (its prediction ``#<number> predicted``): the names are the
-contract with ``static/js/search_live.js``, which extends a trace by name and restyles it when the individual
+contract with ``static/js/search_curves.js``, which extends a trace by name and restyles it when the individual
 ends. Only the latest :data:`SHOWN` individuals are drawn (plus the running ones), so a big search stays light.
 """
 from __future__ import annotations
@@ -12,10 +12,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from webapp.dashboard.charts import _figure, _trace
+from webapp.dashboard.charts import UNIT_CLIP, _figure, _trace
+from webapp.searches.broadcast import CURVE_METRIC
 from webapp.searches.models import Individual, Search
 
 SHOWN = 200
+#: The panel before any individual reported a point of its curve (a failed one reports none).
+NO_CURVES = "No learning curve yet"
 Z90 = 1.6448536269514722
 STYLES = {
     "running": {"color": "rgba(230, 145, 30, 0.9)", "width": 2},
@@ -23,7 +26,7 @@ STYLES = {
     "pruned": {"color": "rgba(194, 59, 50, 0.75)", "width": 1.5},
     "failed": {"color": "rgba(120, 120, 120, 0.4)", "width": 1},
 }
-METRIC = "val_accuracy"
+METRIC = CURVE_METRIC
 
 
 def curve_rows(search: Search) -> list[dict[str, Any]]:
@@ -57,17 +60,20 @@ def learning_curves(rows: list[dict[str, Any]], max_epochs: float) -> dict[str, 
         if not points:
             continue
         status = row["status"] if row["status"] in STYLES else "running"
-        traces.append(_trace(go.Scatter, name=f"#{row['number']}", mode="lines", x=[x for x, _ in points],
+        # markers too: a curve of one epoch is one point, which a line alone does not draw
+        traces.append(_trace(go.Scatter, name=f"#{row['number']}", mode="lines+markers", x=[x for x, _ in points],
                              y=[y for _, y in points], showlegend=False, line=STYLES[status],
+                             marker={"size": 5, "color": STYLES[status]["color"]},
                              hovertemplate=f"#{row['number']} ({status})<br>epoch %{{x}}: %{{y:.4f}}<extra></extra>"))
         prune = row.get("prune") or {}
         if status == "pruned" and prune.get("stop"):
             predicted = prediction_trace(row["number"], points[-1], prune, max_epochs)
             if predicted is not None:
                 traces.append(predicted)
-    return _figure(traces, "Learning curves (orange: running, blue: done, red: pruned, dashed: predicted)",
+    return _figure(traces, "Learning curves (orange: running, blue: done, red: pruned, dashed: predicted)", NO_CURVES,
                    xaxis={"title": {"text": "epoch"}, "range": [0, max_epochs * 1.02]},
-                   yaxis={"title": {"text": "validation accuracy"}})
+                   yaxis={"title": {"text": "validation accuracy"},
+                          "autorangeoptions": {"clipmin": UNIT_CLIP[0], "clipmax": UNIT_CLIP[1]}})
 
 
 def search_curves(search: Search) -> dict[str, Any]:

@@ -9,13 +9,23 @@ failures and the busy seconds; the serial time (sum of evaluation durations); th
 running (a stopped search's pause is not one); the slot-seconds the search could use while it ran (slots of
 its pool that were idle or working for it, sampled by its loop: a slot busy with another search is not this
 search's to use); the bytes of the packets sent and of the results received. :func:`summary` derives the
-figures the dashboard shows:
+figures the dashboard shows, all of them through :func:`figures` (the page's line, its chart, the API and
+``search watch`` read the same numbers):
 
 - wall: the time the search was running;
-- speedup: serial time / wall;
-- held: the slots it could use, on average over its running time (slot-seconds / wall): the ideal speedup;
-- efficiency: speedup / held (= serial time / slot-seconds);
+- running serial time: the seconds of its evaluations that fell while it was running (an evaluation finished
+  after a Stop, during ``stopping``, counts up to the stop: the wall does not count that time either);
+- usable: the slot-seconds it could use, and at least its running serial time (a slot working for the search
+  was usable by it, sampled or not: before the loop's first sample, between samples);
+- speedup: running serial time / wall;
+- held: usable / wall, the slots it could use on average while it ran: the ideal speedup;
+- efficiency: speedup / held (= running serial time / usable), so 0 <= efficiency <= 1 and speedup <= held
+  always;
 - ideal: how many slots took work (an integer, for the per-node tables).
+
+Before its first result (or before :data:`MIN_WALL` of running time) speedup, held, efficiency and the
+throughputs are ``None`` and ``waiting`` says what they wait for; nothing is ever divided by a stand-in for zero.
+``serial`` stays the plain sum of the durations (the benchmarks' T_1).
 """
 from __future__ import annotations
 
@@ -25,11 +35,13 @@ from typing import Any
 MAX_SAMPLE_GAP = 5.0
 #: How many points of the speedup history a search keeps (thinned evenly past it).
 HISTORY = 512
+#: Less running time than this is no basis for a rate (speedup, throughput): seconds.
+MIN_WALL = 1e-3
 
 
 def new_stats(now: float) -> dict[str, Any]:
-    return {"first_dispatch": now, "last_finish": None, "serial": 0.0, "done": 0, "failed": 0, "nodes": {},
-            "slots": {}, "bytes_sent": 0, "bytes_received": 0, "packets": 0, "resent": 0,
+    return {"first_dispatch": now, "last_finish": None, "serial": 0.0, "serial_running": 0.0, "done": 0, "failed": 0,
+            "nodes": {}, "slots": {}, "bytes_sent": 0, "bytes_received": 0, "packets": 0, "resent": 0,
             "periods": [[now, None]], "slot_seconds": 0.0, "history": []}
 
 
@@ -47,9 +59,11 @@ def end_period(stats: dict[str, Any], now: float) -> None:
         periods[-1][1] = max(now, periods[-1][0])
 
 
-def add_slot_time(stats: dict[str, Any], slot_seconds: float) -> None:
-    """Slot-seconds the search could use (its loop samples them, see ``SlotClock``)."""
+def add_slot_time(stats: dict[str, Any], slot_seconds: float, as_of: float | None = None) -> None:
+    """Slot-seconds the search could use (its loop samples them, see ``SlotClock``), sampled up to ``as_of``."""
     stats["slot_seconds"] = stats.get("slot_seconds", 0.0) + slot_seconds
+    if as_of is not None:
+        stats["as_of"] = max(stats.get("as_of") or as_of, as_of)
 
 
 def running_time(stats: dict[str, Any], end: float) -> float:
@@ -58,6 +72,14 @@ def running_time(stats: dict[str, Any], end: float) -> float:
     if not periods:
         return max(end - stats["first_dispatch"], 0.0)
     return sum(max(min(stop if stop is not None else end, end) - start, 0.0) for start, stop in periods)
+
+
+def _while_running(stats: dict[str, Any], start: float, end: float) -> float:
+    """The seconds of ``[start, end]`` that fell in the search's running periods (all of it for old stats)."""
+    periods = stats.get("periods")
+    if not periods:
+        return max(end - start, 0.0)
+    return sum(max(min(end, stop if stop is not None else end) - max(start, begin), 0.0) for begin, stop in periods)
 
 
 class SlotClock:
@@ -93,7 +115,9 @@ def count_result(stats: dict[str, Any], *, node: str, device: str, slot: str, ok
                  finished: float, nbytes: int, devices: float = 1.0) -> None:
     """Add one recorded result (``devices``: how many it held, a gang's size; a slot counts as one)."""
     stats["done" if ok else "failed"] += 1
+    stats.setdefault("serial_running", stats["serial"])  # stats of before it was kept: their serial time
     stats["serial"] += duration
+    stats["serial_running"] += _while_running(stats, finished - duration, finished)
     stats["device_busy"] = stats.get("device_busy", 0.0) + devices * duration
     stats["bytes_received"] += nbytes
     stats["last_finish"] = max(stats["last_finish"] or finished, finished)
@@ -108,27 +132,59 @@ def count_result(stats: dict[str, Any], *, node: str, device: str, slot: str, ok
     per_slot["count"] += 1
     per_slot["busy"] += duration
     history = stats.setdefault("history", [])
-    history.append([finished, running_time(stats, finished), stats["serial"], stats.get("slot_seconds", 0.0), len(stats["slots"])])
+    history.append([finished, running_time(stats, finished), stats["serial_running"], stats.get("slot_seconds", 0.0),
+                    len(stats["slots"])])
     if len(history) > HISTORY:  # keep every other point: the curve's shape stays, its size is bounded
         stats["history"] = history[::2]
 
 
+WAITING_RESULT = "the first result"
+WAITING_SLOT = "a slot to run on"
+WAITING_TIME = "running time"
+
+
+def figures(wall: float, serial: float, slot_seconds: float, results: int) -> dict[str, Any]:
+    """Speedup, held (the ideal) and efficiency from the running time, the serial time and the slot-seconds the
+    loop sampled, after ``results`` results: the one definition every page, chart and line reads."""
+    if results <= 0 or wall < MIN_WALL:
+        return {"speedup": None, "held": None, "efficiency": None,
+                "waiting": WAITING_RESULT if results <= 0 else WAITING_TIME}
+    usable = max(slot_seconds, serial)  # its own evaluations ran on slots it could use
+    return {"speedup": serial / wall, "held": usable / wall,
+            "efficiency": serial / usable if usable > 0 else None,
+            "waiting": None if usable > 0 else WAITING_SLOT}
+
+
+def _end(stats: dict[str, Any], now: float | None) -> float:
+    """The moment the figures are taken at: ``now``, else the last the stats know of (a result, a sample)."""
+    if now is not None:
+        return max(now, stats.get("last_finish") or now)
+    known = [t for t in (stats.get("last_finish"), stats.get("as_of")) if t is not None]
+    periods = stats.get("periods") or []
+    if periods and periods[-1][1] is not None:
+        known.append(periods[-1][1])
+    return max(known, default=stats["first_dispatch"])
+
+
 def summary(stats: dict[str, Any], now: float | None = None) -> dict[str, Any]:
-    """Running time, speedup, slots held, efficiency and per-node throughput (evaluations per hour)."""
+    """Running time, speedup, slots held, efficiency (:func:`figures`) and per-node throughput (evaluations per
+    hour; ``None`` before any running time)."""
     if not stats or stats.get("first_dispatch") is None:
-        return {"wall": 0.0, "serial": 0.0, "speedup": 0.0, "ideal": 0, "held": 0.0, "efficiency": 0.0, "nodes": []}
-    end = stats["last_finish"] if now is None else max(now, stats["last_finish"] or now)
-    wall = max(running_time(stats, end or stats["first_dispatch"]), 1e-9)
+        return {"wall": 0.0, "serial": 0.0, **figures(0.0, 0.0, 0.0, 0), "ideal": 0, "nodes": [], "done": 0,
+                "failed": 0, "packets": 0, "bytes_sent": 0, "bytes_received": 0, "resent": 0, "utilisation": None}
+    end = _end(stats, now)
+    wall = running_time(stats, end)
     ideal = len(stats["slots"])
-    speedup = stats["serial"] / wall
-    held = stats.get("slot_seconds", 0.0) / wall if "periods" in stats else float(ideal)
+    slot_seconds = stats.get("slot_seconds", 0.0) if "periods" in stats else ideal * wall
     nodes = [
-        {**entry, "slots": len(entry["slots"]), "throughput_per_hour": entry["count"] * 3600.0 / wall}
+        {**entry, "slots": len(entry["slots"]),
+         "throughput_per_hour": entry["count"] * 3600.0 / wall if wall >= MIN_WALL else None}
         for entry in sorted(stats["nodes"].values(), key=lambda e: (e["node"], e["device"]))
     ]
     return {
-        "wall": wall, "serial": stats["serial"], "speedup": speedup, "ideal": ideal, "held": held,
-        "efficiency": min(speedup / held, 1.0) if held > 0 else 0.0, "nodes": nodes, "done": stats["done"],
+        "wall": wall, "serial": stats["serial"], "ideal": ideal, "as_of": end,
+        **figures(wall, stats.get("serial_running", stats["serial"]), slot_seconds, stats["done"] + stats["failed"]),
+        "nodes": nodes, "done": stats["done"],
         "failed": stats["failed"], "packets": stats["packets"], "bytes_sent": stats["bytes_sent"],
         "bytes_received": stats["bytes_received"], "resent": stats.get("resent", 0),
         # device-seconds busy / device-seconds available (gangs: seed 003); None before it is measured
@@ -137,14 +193,19 @@ def summary(stats: dict[str, Any], now: float | None = None) -> dict[str, Any]:
     }
 
 
-def history(stats: dict[str, Any]) -> list[dict[str, float]]:
+def history(stats: dict[str, Any], now: float | None = None) -> list[dict[str, Any]]:
     """Speedup, slots held and efficiency after each recorded result (thinned past :data:`HISTORY` points), by
-    the definitions of :func:`summary`."""
+    :func:`figures`, ending with :func:`summary`'s own point: the chart's last point is the line's."""
     points = []
     for finished, wall, serial, slot_seconds, slots in stats.get("history") or []:
-        wall = max(wall, 1e-9)
-        held = slot_seconds / wall
-        speedup = serial / wall
-        points.append({"time": finished, "speedup": speedup, "ideal": slots, "held": held,
-                       "efficiency": min(speedup / held, 1.0) if held > 0 else 0.0})
+        point = figures(wall, serial, slot_seconds, 1)  # a point of the history follows a result
+        if point["speedup"] is not None:
+            points.append({"time": finished, "ideal": slots, **point})
+    if stats and stats.get("first_dispatch") is not None:
+        last = summary(stats, now)
+        if last["speedup"] is not None and (not points or last["as_of"] > points[-1]["time"]):
+            points.append({"time": last["as_of"], "ideal": last["ideal"],
+                           **{key: last[key] for key in ("speedup", "held", "efficiency", "waiting")}})
+        elif last["speedup"] is not None:  # taken at the last result's moment: the same numbers
+            points[-1].update({key: last[key] for key in ("speedup", "held", "efficiency", "waiting")})
     return points

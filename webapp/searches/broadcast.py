@@ -78,3 +78,16 @@ def individual_event(individual: Individual) -> dict[str, Any]:
         "finished": individual.finished.timestamp() if individual.finished else None,
         "duration": individual.duration,
     }
+
+
+#: The learning curve's series the pages draw (``webapp.dashboard.curve_chart.METRIC``).
+CURVE_METRIC = "val_accuracy"
+
+
+def finished_event(individual: Individual) -> dict[str, Any]:
+    """``individual.finished``: :func:`individual_event` with its learning curve's points (``[epoch, value]``), so a
+    page draws the curve of an evaluation that reported no progress on the way (one epoch, or no reports)."""
+    curve = [[point.get("epoch"), point[CURVE_METRIC]] for point in individual.curve or ()
+             if isinstance(point, dict) and point.get(CURVE_METRIC) is not None]
+    return {**individual_event(individual), "curve": curve}
+

@@ -12,6 +12,16 @@ def bar(done: int, total: int, width: int = BAR) -> str:
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
+def speedup_text(summary: dict[str, Any]) -> str:
+    """``speedup 1.84/2 (92%)``: the speedup of ``accounting.summary`` against the slots the search could use
+    on average while it ran (its ideal), and the efficiency; before they are defined, what they wait for."""
+    if summary.get("speedup") is None:
+        return f"speedup waits for {summary.get('waiting') or 'the first result'}"
+    slots = f"{summary['held']:.1f}".removesuffix(".0")
+    efficiency = "-" if summary.get("efficiency") is None else f"{summary['efficiency']:.0%}"
+    return f"speedup {summary['speedup']:.2f}/{slots} ({efficiency})"
+
+
 def progress_line(status: str, done: int, total: int, best: float | None, summary: dict[str, Any]) -> str:
     """``running [#####....] 12/30 best 0.9512 | alpha 7 beta 5 | speedup 1.84/2 (92%)``."""
     best_text = "-" if best is None else f"{best:.4f}"
@@ -19,10 +29,8 @@ def progress_line(status: str, done: int, total: int, best: float | None, summar
     nodes = summary.get("nodes") or []
     if nodes:
         parts.append(" ".join(f"{node['node']} {node['count']}" for node in nodes))
-    held = summary.get("held", summary.get("ideal"))
-    if held:  # the slots this search could use, on average while it ran (see accounting.summary)
-        slots = f"{held:.1f}".removesuffix(".0")
-        parts.append(f"speedup {summary['speedup']:.2f}/{slots} ({summary['efficiency']:.0%})")
+    if summary:
+        parts.append(speedup_text(summary))
     if summary.get("failed"):
         parts.append(f"failed {summary['failed']}")
     return " | ".join(parts)

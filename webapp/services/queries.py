@@ -101,9 +101,9 @@ def running_points(search: Search) -> list[dict[str, Any]]:
                                                 started__isnull=False).order_by("started"))
 
 
-def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Speedup, slots held and efficiency after each result, by the same definitions as ``accounting.summary``
-    (searches recorded before the running periods were kept: over their whole time, against the slots used)."""
+def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Speedup, slots held and efficiency after each result, by ``accounting.figures`` (searches recorded before
+    the running periods were kept: over their whole time, against the slots used)."""
     if "periods" in (search.stats or {}):
         return accounting.history(search.stats)
     first = (search.stats or {}).get("first_dispatch")
@@ -116,10 +116,10 @@ def speedup_history(search: Search, points: list[dict[str, Any]]) -> list[dict[s
         serial += point["duration"] or 0.0
         if point["slot"]:
             slots.add(point["slot"])
-        wall = max(point["finished"] - first, 1e-9)
-        speedup = serial / wall
-        history.append({"time": point["finished"], "speedup": speedup, "ideal": len(slots), "held": len(slots),
-                        "efficiency": speedup / len(slots) if slots else 0.0})
+        wall = max(point["finished"] - first, 0.0)
+        figures = accounting.figures(wall, serial, len(slots) * wall, 1)
+        if figures["speedup"] is not None:
+            history.append({"time": point["finished"], "ideal": len(slots), **figures})
     return history
 
 
@@ -210,11 +210,17 @@ def individuals_page(search: Search, params) -> IndividualPage:
 PAUSED = (Search.Status.STOPPING, Search.Status.STOPPED, Search.Status.FAILED)
 
 
-def shown_state(status: str, dispatched: Any, search_status: str) -> str:
+def shown_state(status: str, dispatched: Any, search_status: str, attempts: int = 0) -> str:
     """An individual's state as a person reads it: ``not sent`` for queued work that no worker will run until
-    the search is resumed (a stopped search's queue, or one a slot skipped), else its status."""
+    the search is resumed (a stopped search's queue, or one a slot skipped); ``lost, retrying (attempt n)`` for
+    one whose last attempt was lost with its worker and that waits to run again; ``running (attempt n)`` from
+    the second attempt on; else its status."""
     if status == Individual.Status.QUEUED and (search_status in PAUSED or dispatched is None):
         return "not sent"
+    if status == Individual.Status.QUEUED and attempts:
+        return f"lost, retrying (attempt {attempts + 1})"
+    if status == Individual.Status.RUNNING and attempts > 1:
+        return f"running (attempt {attempts})"
     return status
 
 
@@ -223,7 +229,7 @@ def table_row(row: dict[str, Any], search_status: str = Search.Status.RUNNING) -
     state as shown, some metrics, the parents and the start of the failure's message."""
     shown = {name: row.get(f"metric.{name}") for name in ROW_METRICS}
     parents, message = row.pop("parents"), row.pop("message")
-    state = shown_state(row["status"], row["dispatched"], search_status)
+    state = shown_state(row["status"], row["dispatched"], search_status, row["attempts"] or 0)
     return {**_event(row), "state": state, **shown, "parents": parents, "message": message[:200]}
 
 
