@@ -22,6 +22,7 @@ from nas.pruners import PRUNERS
 from nas.strategies import STRATEGIES
 from nas.strategies.archive import MAX_SEED
 from webapp.searches.architecture_config import LATENCY_FIELDS, SIMULATED_FIELDS, TRAINED_FIELDS
+from webapp.searches import starter
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
@@ -29,13 +30,14 @@ from webapp.searches.models import Search
 from webapp.services import estimates
 
 TEMPLATE = "dashboard/search_form.html"
-#: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
+#: The form's initial values: the starter set every way of creating a search shares (``webapp.searches.starter``).
 DEFAULTS: dict[str, Any] = {
-    "name": "digits search", "space": "chain", "strategy": "regularized", "population": 8, "sample_size": 3,
-    "generations": 3, "max_evaluations": 24, "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1, "seed": 0, "dataset": "digits", "pool": "eval",
+    "name": starter.NAME, "space": "chain", "strategy": "regularized", **starter.STRATEGY_PARAMS,
+    "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1, "seed": 0, "dataset": "digits", "pool": "eval",
     "evaluation": "train", "sim_duration": SIMULATED_FIELDS["duration"][0],
     "keep_weights": TRAINED_FIELDS["keep_weights"][0],
-    **{_name: value for _name, value in budget.defaults().items() if _name != "seed" and value is not None},
+    **{_name: value for _name, value in {**budget.defaults(), **starter.TRAINING}.items()
+       if _name != "seed" and value is not None},
     "training_seed": 0, "pruner": "none",
 }
 
