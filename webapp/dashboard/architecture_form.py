@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_http_methods
 
 from evaluators import budget
-from evaluators.catalog import DATASETS
+from evaluators.catalog import DATASETS, unavailable
 from nas.spaces import SPACES
 from nas.pruners import PRUNERS
 from nas.strategies import STRATEGIES
@@ -112,12 +112,18 @@ def parse_objectives(text: str) -> list[list[str]]:
     return pairs
 
 
+def dataset_choices() -> list[tuple[str, str]]:
+    """Every dataset, those whose files are missing here (and not downloadable) marked so (``catalog.unavailable``;
+    choosing one is refused, naming ``NAS_DATA_DIR`` and ``NAS_DATA_DOWNLOAD``)."""
+    return [(name, name if unavailable(name) is None else f"{name} (not installed)") for name in DATASETS]
+
+
 class SearchForm(forms.Form):
     name = forms.CharField(max_length=200)
     space = forms.ChoiceField(label="Search space", choices=[(n, n) for n in SPACES])
     strategy = forms.ChoiceField(choices=[(n, n) for n in STRATEGIES])
     seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, help_text="Same seed, same candidates.")
-    dataset = forms.ChoiceField(choices=[(n, n) for n in DATASETS])
+    dataset = forms.ChoiceField(choices=dataset_choices)
     pool = forms.RegexField(label="Worker pool", regex=POOL, max_length=100,
                             help_text="The queue its evaluation workers pull from (eval by default).",
                             error_messages={"invalid": f"Must be {POOL_RULE}."})
