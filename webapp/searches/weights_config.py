@@ -15,7 +15,9 @@ share it.
 ```
 The checked configuration also holds ``parameters``, the network's size (counted here, never taken as given).
 ``best_of`` is resolved here, once, into the genome and space of that search's best finished individual (kept
-with ``source_search``), so a later change to the source search never changes this one. No torch.
+with ``source_search`` and ``source_individual``), so a later change to the source search never changes this one;
+``start`` records whether that individual's trained weights were kept (``kept``: the search begins from them,
+batch norm's statistics included) or not (``scratch``: from the seeded initialisation). No torch.
 """
 from __future__ import annotations
 
@@ -90,16 +92,18 @@ def resolve_network(network: Any) -> Any:
     number = network.get("search")
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise ConfigError("network.search", f"must be the number of an architecture search (got {number!r})")
-    from webapp.searches.models import Individual, Search
+    from webapp.searches.models import Individual, Search, Weights
 
     source = Search.objects.filter(pk=number).only("config").first()
     if source is None or not kind_of(source.config).architectures:
         raise ConfigError("network.search", f"there is no architecture search #{number}")
     best = (Individual.objects.filter(search_id=number, status=Individual.Status.DONE, fitness__isnull=False)
-            .order_by("-fitness", "number").only("genome").first())
+            .order_by("-fitness", "number").only("genome", "number").first())
     if best is None:
         raise ConfigError("network.search", f"search #{number} has no finished architecture yet")
-    return {"kind": "genome", "space": source.config["space"], "genome": best.genome, "source_search": number}
+    kept = Weights.objects.filter(individual=best).exists()
+    return {"kind": "genome", "space": source.config["space"], "genome": best.genome, "source_search": number,
+            "source_individual": best.number, "start": "kept" if kept else "scratch"}
 
 
 def sources(config: dict[str, Any]) -> list[tuple[str, int]]:
