@@ -2,10 +2,12 @@
 the worker's code in this process and run a whole search (a real Redis and database, no worker process)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, owner
-from webapp.control import lease
+from webapp.control import lease, recording
 from webapp.control.loop import SearchLoop
 from webapp.messaging import signing
 from webapp.searches.models import Individual, Search
@@ -38,3 +40,30 @@ def test_a_whole_search_runs_with_a_send_that_evaluates_in_place(engine, monkeyp
     assert all(i.status == Individual.Status.DONE for i in individuals)
     assert {queue for queue, _ in sent} == {"eval"} and sum(size for _, size in sent) == 10
     assert search.stats["packets"] == len(sent) and search.evaluations_total == search.evaluations_done == 10
+
+
+def test_a_stop_with_nothing_running_ends_stopped_without_waiting(engine, monkeypatch):
+    """Issue 36, item 10: stopped while nothing runs (its work still queued), the loop ends ``stopped`` at its
+    next look, without waiting for results no worker will send."""
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
+    search = lifecycle.launch(lifecycle.create_search(owner(), "stop early", CONFIG))
+    owner_id = lease.new_owner()
+    assert lease.take(search.pk, owner_id)
+    loop = SearchLoop(search.pk, owner_id, send=lambda *packet: None)  # sent, never started by any worker
+    with recording.fenced(search.pk, owner_id) as fenced:
+        recording.start_accounting(fenced, time.time())
+    loop.begin()
+    loop.step()
+    assert lifecycle.stop(search).status == Search.Status.STOPPING  # its loop is alive: it ends the search
+    waits: list[float] = []
+    take = lifecycle.transport.take_messages
+
+    def recorded(search_id, wait, *args, **kwargs):
+        waits.append(wait)
+        return take(search_id, wait, *args, **kwargs)
+
+    monkeypatch.setattr("webapp.messaging.transport.take_messages", recorded)
+    assert loop.run() == Search.Status.STOPPED
+    assert waits == [0]
+    search.refresh_from_db()
+    assert search.status == Search.Status.STOPPED and Individual.objects.filter(search=search).exists()

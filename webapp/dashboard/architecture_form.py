@@ -30,6 +30,9 @@ from webapp.searches.models import Search
 from webapp.services import estimates
 
 TEMPLATE = "dashboard/search_form.html"
+#: What a result measures that an objective can name (``latency`` only when the evaluation measures it).
+OBJECTIVE_METRICS = ("accuracy", "params", "flops", "latency_ms", "fitness", "latency")
+OBJECTIVE_NAMES = "accuracy, params, flops, latency_ms, fitness; latency when measured"
 #: The form's initial values: the starter set every way of creating a search shares (``webapp.searches.starter``).
 DEFAULTS: dict[str, Any] = {
     "name": starter.NAME, "space": "chain", "strategy": "regularized", **starter.STRATEGY_PARAMS,
@@ -78,8 +81,8 @@ def _param_field(described: dict[str, Any]) -> forms.Field:
         defaults = "; ".join(f"{name}: {format_objectives(STRATEGIES[name].default_params()['objectives'])}"
                              for name in described["strategies"])
         return forms.CharField(label=described["label"], required=False, help_text='Pairs "name:max" or "name:min", '
-                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness; latency when "
-                               f"measured). Blank: the strategy's default ({defaults}).",
+                               f"comma separated (metrics: {OBJECTIVE_NAMES}). Blank: the strategy's default "
+                               f"({defaults}).",
                                widget=forms.TextInput(attrs=attrs))
     kind = forms.IntegerField if described["type"] == "int" else forms.FloatField
     return kind(label=described["label"], required=False, min_value=described["low"], max_value=described["high"],
@@ -195,8 +198,10 @@ class SearchForm(forms.Form):
         text = self.cleaned_data.get("objectives") or ""
         pairs = parse_objectives(text)
         for name, direction in pairs:
-            if not name or direction not in ("max", "min"):
-                raise forms.ValidationError(f'"{name}:{direction}" is not a pair like "accuracy:max".')
+            if name not in OBJECTIVE_METRICS or direction not in ("max", "min"):
+                raise forms.ValidationError(
+                    f'"{name}:{direction}" is not an objective: write metric:max or metric:min, the metric one of '
+                    f'{OBJECTIVE_NAMES} (e.g. "accuracy:max, params:min").')
         return pairs or None
 
     def build_config(self, base: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def check_training(data: Any) -> dict[str, Any]:
         elif value is None and rule.optional:
             checked[name] = None
         else:
-            checked[name] = _number(f"training.{name}", value, rule.kind, rule.low, rule.high)
+            checked[name] = _number(f"training.{name}", value, rule.kind, rule.low, rule.high, rule.positive)
     return checked
 
 
