@@ -13,6 +13,7 @@ from evaluators.model_files import load_weights
 from evaluators.neuroevolution import WeightEvolution, WeightRun
 from tests.engine.conftest import finished, launched, owner, wait_until
 from webapp.searches.models import Individual, Search, WeightGeneration, Weights
+from webapp.searches.weights_config import FINE_TUNING
 from webapp.services import lifecycle
 
 SPACE = {"name": "chain", "max_layers": 2}
@@ -59,6 +60,9 @@ def test_kept_weights_are_the_start_and_travel_with_the_state(client):
     client.force_login(owner())
     html = client.get(reverse("search-detail", args=[search.pk])).content.decode()
     assert "starts from the trained weights kept for its individual #0" in html
+    untuned = lifecycle.create_search(owner(), "fine-tune with defaults", {
+        "kind": "weights", "network": {"kind": "best_of", "search": source.pk}})
+    assert {k: untuned.config["weights"][k] for k in FINE_TUNING} == FINE_TUNING  # smaller steps from trained weights
 
 
 @pytest.mark.django_db
@@ -66,6 +70,9 @@ def test_without_kept_weights_it_starts_from_scratch_and_says_so(client):
     source, _ = trained_source(keep=False)
     search = lifecycle.create_search(owner(), "fine-tune", best_of(source.pk))
     assert search.config["network"]["start"] == "scratch"
+    untuned = lifecycle.create_search(owner(), "from scratch with defaults", {
+        "kind": "weights", "network": {"kind": "best_of", "search": source.pk}})
+    assert untuned.config["weights"]["sigma"] == 0.05 and untuned.config["weights"]["learning_rate"] == 0.03
     client.force_login(owner())
     html = client.get(reverse("search-detail", args=[search.pk])).content.decode()
     assert f"starts from random weights: search #{source.pk} kept no trained weights" in html

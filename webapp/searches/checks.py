@@ -26,8 +26,8 @@ def shown(value: Any) -> str:
     """``value`` as the JSON a client sent spells it (``true``, ``null``, ``"text"``), at most 100 characters."""
     try:
         text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)[:100]
     return text if len(text) <= 100 else text[:97] + "..."
 
 

@@ -47,6 +47,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": ALGORITHMS, "optimizer": OPTIMIZERS, "fitness": FITNESS, "method": METHODS,
 }
 FIELDS = [*NUMBERS, *CHOICES, "mirrored"]
+#: The defaults of a search that starts from trained weights (``best_of`` with kept weights): fine-tuning takes
+#: smaller steps. Measured on a digits network trained to 0.964: the defaults above took it to 0.63, 0.42 and 0.37
+#: validation accuracy in three generations; these kept it at 0.967 to 0.972 (population 16).
+FINE_TUNING: dict[str, float] = {"sigma": 0.01, "learning_rate": 0.001}
 
 
 def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -58,8 +62,12 @@ def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
                                                  f"{', '.join(allowed)}")
     dataset = _choice("dataset", data.get("dataset", "digits"), [name for name in DATASETS if name != "synthetic"])
     weights = _section("weights", data.get("weights"), FIELDS)
-    checked: dict[str, Any] = {name: _number(f"weights.{name}", weights.get(name, default), kind, low, high)
-                               for name, (default, kind, low, high) in NUMBERS.items()}
+    network = resolve_network(data.get("network", {"kind": "mlp"}))
+    defaults = {name: default for name, (default, *_) in NUMBERS.items()}
+    if isinstance(network, dict) and network.get("start") == "kept":
+        defaults.update(FINE_TUNING)
+    checked: dict[str, Any] = {name: _number(f"weights.{name}", weights.get(name, defaults[name]), kind, low, high)
+                               for name, (_, kind, low, high) in NUMBERS.items()}
     for name in ("sigma", "learning_rate"):
         if checked[name] <= 0:
             raise ConfigError(f"weights.{name}", f"must be greater than 0 (got {checked[name]!r})")
@@ -73,7 +81,6 @@ def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
         ESConfig(checked["algorithm"], checked["population"], checked["sigma"], mirrored, checked["seed"])
     except ValueError as error:
         raise ConfigError("weights.population", str(error)) from None
-    network = resolve_network(data.get("network", {"kind": "mlp"}))
     try:
         network, parameters = check_network(network, dataset)
     except NetworkError as error:
