@@ -24,13 +24,14 @@ class FieldRule:
     high: float | None = None
     choices: tuple[str, ...] = ()
     optional: bool = False  #: ``None`` is allowed (and means "no limit")
+    positive: bool = False  #: ``low`` is excluded: the value must be above it (a step size, a time cap)
 
     def allowed(self) -> str:
         if self.choices:
             return f"one of {', '.join(self.choices)}"
         kind = "an integer" if self.kind is int else "a finite number"
         low, high = (int(self.low), int(self.high)) if self.kind is int else (self.low, self.high)
-        return f"{kind} >= {low} and <= {high}" + (" (or null)" if self.optional else "")
+        return f"{kind} {'>' if self.positive else '>='} {low} and <= {high}" + (" (or null)" if self.optional else "")
 
     def check(self, name: str, value: Any) -> Any:
         """``value`` normalised (whole floats are integers for an ``int`` field), or ``ValueError`` naming it."""
@@ -41,7 +42,8 @@ class FieldRule:
                 raise ValueError(f"`{name}` must be {self.allowed()} ({name}={value!r}).")
             return value
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        if not number or (self.kind is int and not float(value).is_integer()) or not self.low <= value <= self.high:
+        if (not number or (self.kind is int and not float(value).is_integer()) or not self.low <= value <= self.high
+                or (self.positive and value <= self.low)):
             raise ValueError(f"`{name}` must be {self.allowed()} ({name}={value!r}).")
         return self.kind(value)
 
@@ -68,11 +70,12 @@ class TrainingBudget:
 
     epochs: int = _field(3, FieldRule(int, "Epochs", "Passes over the training split per individual.", 1, 1000))
     batch_size: int = _field(64, FieldRule(int, "Batch size", "Images per training step.", 1, 65536))
-    learning_rate: float = _field(1e-3, FieldRule(float, "Learning rate", "The optimizer's step size.", 0.0, 1e6))
+    learning_rate: float = _field(1e-3, FieldRule(float, "Learning rate", "The optimizer's step size.", 0.0, 1e6,
+                                                             positive=True))
     weight_decay: float = _field(0.0, FieldRule(float, "Weight decay", "L2 penalty (decoupled for adamw).", 0.0, 1.0))
     max_seconds: float | None = _field(None, FieldRule(
         float, "Time cap (s)", "Wall-time cap of one evaluation; past it the individual fails with timeout.",
-        0.0, 7 * 86400.0, optional=True))
+        0.0, 7 * 86400.0, optional=True, positive=True))
     seed: int = _field(0, FieldRule(int, "Training seed", "Fixes initial weights, batch order and the validation "
                                     "split.", 0, MAX_SEED))
     optimizer: str = _field("adam", FieldRule(str, "Optimizer", "Cross-entropy loss with this optimizer.",

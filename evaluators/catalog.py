@@ -1,6 +1,16 @@
 """The datasets by name, with what a builder needs of them: the input shape ``(C, H, W)`` and the class count,
-and what their raw images are. No torch, so architectures can be described without loading data or PyTorch."""
+what their raw images are, and where their files lie. No torch, so architectures can be described, and a
+dataset's presence checked (:func:`unavailable`, by the web server before it accepts a search), without loading
+data or PyTorch."""
 from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The folder the datasets' files are read from (and downloaded to), where ``NAS_DATA_DIR`` names none.
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+#: The variable that lets a worker download a missing dataset (torchvision's download) when set to ``1``.
+DOWNLOAD_VARIABLE = "NAS_DATA_DOWNLOAD"
 
 #: name -> (input shape, classes)
 DATASETS: dict[str, tuple[tuple[int, int, int], int]] = {
@@ -28,3 +38,48 @@ def dataset_shape(name: str) -> tuple[tuple[int, int, int], int]:
     if name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}; the datasets are {', '.join(DATASETS)}.")
     return DATASETS[name]
+
+
+#: name -> the training files a dataset reads under the data folder, each a tuple of accepted names (torchvision's
+#: on-disk formats); a dataset not listed is built in (``digits`` ships with scikit-learn, ``synthetic`` is made).
+FILES: dict[str, list[tuple[str, ...]]] = {
+    "cifar10": [(f"cifar-10-batches-py/data_batch_{i}",) for i in range(1, 6)],
+    "fashion_mnist": [(f"FashionMNIST/raw/{name}", f"FashionMNIST/raw/{name}.gz")
+                      for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")],
+}
+
+
+def data_dir(folder: str | os.PathLike | None = None) -> Path:
+    """``folder``, else ``NAS_DATA_DIR``, else ``data/`` in the repository."""
+    return Path(folder or os.environ.get("NAS_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
+
+
+def download_allowed(download: bool | None = None) -> bool:
+    """``download`` if given, else whether :data:`DOWNLOAD_VARIABLE` is ``1``."""
+    return download if download is not None else os.environ.get(DOWNLOAD_VARIABLE) == "1"
+
+
+def found_files(name: str, folder: Path) -> list[Path] | None:
+    """The files of ``name`` under ``folder`` in :data:`FILES` order (the first accepted name present of each),
+    or ``None`` when one is missing."""
+    found = [next((folder / n for n in names if (folder / n).exists()), None) for names in FILES.get(name, [])]
+    return None if None in found else found  # type: ignore[return-value]
+
+
+def missing_message(name: str, folder: Path) -> str:
+    """What to do about a dataset whose files are not in ``folder``, naming the variables that fix it."""
+    absent = ", ".join(str(folder / names[0]) for names in FILES[name]
+                       if not any((folder / n).exists() for n in names))
+    return (f"The {name} dataset is not installed: {folder} lacks {absent}. Put torchvision's files there, or set "
+            f"NAS_DATA_DIR to the folder that holds them, or set {DOWNLOAD_VARIABLE}=1 to let the workers download "
+            f"it (on a machine that is online).")
+
+
+def unavailable(name: str, folder: str | os.PathLike | None = None, download: bool | None = None) -> str | None:
+    """Why ``name`` cannot be loaded here (its files missing and no download allowed), or ``None`` when it can:
+    a file-presence check, without reading the data or importing torch."""
+    dataset_shape(name)
+    if name not in FILES or download_allowed(download):
+        return None
+    where = data_dir(folder)
+    return None if found_files(name, where) is not None else missing_message(name, where)

@@ -5,6 +5,8 @@ worker processes on the hot path (a batch is an index into a tensor already on t
 - ``cifar10``: torchvision's on-disk format, ``<NAS_DATA_DIR>/cifar-10-batches-py/data_batch_1..5``.
 - ``fashion_mnist``: torchvision's on-disk format, ``<NAS_DATA_DIR>/FashionMNIST/raw/train-images-idx3-ubyte``
   and ``train-labels-idx1-ubyte`` (or the same names with ``.gz``).
+  (``catalog.FILES`` lists them; ``catalog.unavailable`` checks them without torch; ``NAS_DATA_DIR`` defaults to
+  ``data/`` in the repository.)
 - ``synthetic``: class templates plus noise, generated from a fixed seed (learnable, for tests and benchmarks).
 
 Only the training files are read: the validation split is carved out of them by the seed, so a search never
@@ -16,14 +18,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
-import os
 import pickle
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from evaluators.catalog import RAW_IMAGES, VALIDATION_FRACTION, dataset_shape
+from evaluators.catalog import RAW_IMAGES, VALIDATION_FRACTION, data_dir, dataset_shape, found_files, missing_message
+from evaluators.catalog import download_allowed as _download_wanted
 
 SYNTHETIC_IMAGES = 2000
 
@@ -50,22 +52,7 @@ class DatasetSplit:
         return tuple(self.train_x.shape[1:])
 
 
-def data_dir(folder: str | os.PathLike | None = None) -> Path:
-    """``folder``, else ``NAS_DATA_DIR``, else ``~/.cache/nas/data``."""
-    return Path(folder or os.environ.get("NAS_DATA_DIR") or Path.home() / ".cache" / "nas" / "data").expanduser()
-
-
-def _download_wanted(download: bool | None) -> bool:
-    return download if download is not None else os.environ.get("NAS_DATA_DOWNLOAD") == "1"
-
-
-def _missing(name: str, folder: Path, expected: list[Path]) -> DatasetMissing:
-    absent = ", ".join(str(path) for path in expected if not path.exists())
-    return DatasetMissing(
-        f"The {name} dataset is not in {folder}: missing {absent}. Put torchvision's files there (or set "
-        f"NAS_DATA_DIR to the folder that holds them), or allow a download with NAS_DATA_DOWNLOAD=1 on a machine "
-        f"that is online."
-    )
+__all__ = ["DatasetMissing", "DatasetSplit", "data_dir", "load_dataset", "read_idx", "split_indices"]
 
 
 def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
@@ -78,13 +65,13 @@ def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 def load_cifar10_arrays(folder: Path, download: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The 50,000 training images of CIFAR-10 from torchvision's python batches (pickled dicts of ``b"data"``,
     uint8 rows of 3,072 values, and ``b"labels"``)."""
-    batches = [folder / "cifar-10-batches-py" / f"data_batch_{i}" for i in range(1, 6)]
-    if not all(path.exists() for path in batches) and _download_wanted(download):
+    if found_files("cifar10", folder) is None and _download_wanted(download):
         import torchvision
 
         torchvision.datasets.CIFAR10(str(folder), train=True, download=True)
-    if not all(path.exists() for path in batches):
-        raise _missing("cifar10", folder, batches)
+    batches = found_files("cifar10", folder)
+    if batches is None:
+        raise DatasetMissing(missing_message("cifar10", folder))
     images, labels = [], []
     for path in batches:
         with open(path, "rb") as handle:
@@ -110,20 +97,13 @@ def read_idx(path: Path) -> np.ndarray:
 
 def load_fashion_mnist_arrays(folder: Path, download: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The 60,000 training images of Fashion-MNIST from torchvision's raw IDX files."""
-    raw = folder / "FashionMNIST" / "raw"
-    names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"]
-
-    def find() -> list[Path] | None:
-        found = [next((p for p in (raw / n, raw / f"{n}.gz") if p.exists()), None) for n in names]
-        return found if all(found) else None  # type: ignore[return-value]
-
-    if find() is None and _download_wanted(download):
+    if found_files("fashion_mnist", folder) is None and _download_wanted(download):
         import torchvision
 
         torchvision.datasets.FashionMNIST(str(folder), train=True, download=True)
-    paths = find()
+    paths = found_files("fashion_mnist", folder)
     if paths is None:
-        raise _missing("fashion_mnist", folder, [raw / n for n in names])
+        raise DatasetMissing(missing_message("fashion_mnist", folder))
     images, labels = read_idx(paths[0]), read_idx(paths[1])
     return images[:, None, :, :].astype(np.float32) / 255.0, labels.astype(np.int64)
 

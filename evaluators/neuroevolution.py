@@ -244,11 +244,22 @@ class WeightEvolution:
     def digest(self) -> str:
         return weights_digest(self.theta)
 
+    def start_from(self, trained: dict[str, torch.Tensor]) -> None:
+        """Begin from trained weights instead of the seeded initialisation: ``trained`` is this network's
+        ``state_dict`` (a kept ``weights.pt``), its parameters and its buffers (batch norm's running statistics,
+        which every offspring is scored with). Names and shapes must match (``load_state_dict`` is strict)."""
+        self.module.load_state_dict(trained)
+        with torch.no_grad():
+            self.theta.copy_(torch.cat([p.detach().cpu().reshape(-1) for p in self.module.parameters()]))
+        self._on_device = None
+
     def state_bytes(self) -> bytes:
-        """Weights, sigma, optimizer state and generation counter, for resume and for a late worker."""
+        """Weights, the module's buffers, sigma, optimizer state and generation counter, for resume and for a
+        late worker (the buffers differ from the seeded ones when the search started from trained weights)."""
         buffer = io.BytesIO()
+        buffers = {name: value.detach().cpu() for name, value in self.module.named_buffers()}
         torch.save({"theta": self.theta.detach().cpu(), "sigma": self.sigma, "generation": self.generation,
-                    "optimizer": self.optimizer.state_dict()}, buffer)
+                    "optimizer": self.optimizer.state_dict(), "buffers": buffers}, buffer)
         return buffer.getvalue()
 
     def load_state(self, data: bytes) -> None:
@@ -256,6 +267,9 @@ class WeightEvolution:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
         with torch.no_grad():
             self.theta.copy_(state["theta"])
+            for name, value in self.module.named_buffers():  # states saved before buffers travelled have none
+                if name in state.get("buffers", {}):
+                    value.copy_(state["buffers"][name])
         self.sigma = state["sigma"]
         self.generation = int(state["generation"])
         self.optimizer.load_state_dict(state["optimizer"])

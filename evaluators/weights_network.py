@@ -20,6 +20,11 @@ MAX_PARAMETERS = 5_000_000
 BYTES_PER_PARAMETER = 28
 MAX_LAYERS = 16
 MAX_WIDTH = 8192
+#: A genome network's fields: ``source_search`` and ``source_individual`` say whose best architecture it is
+#: (``best_of``, resolved at creation), ``start`` whether the search begins from that individual's kept trained
+#: weights (``kept``) or from the seeded initialisation (``scratch``: the source kept none).
+GENOME_FIELDS = ("kind", "space", "genome", "source_search", "source_individual", "start")
+STARTS = ("kept", "scratch")
 
 
 class NetworkError(ValueError):
@@ -33,6 +38,18 @@ class NetworkError(ValueError):
 def mlp_parameters(layers: list[int]) -> int:
     """Weights and biases of the fully connected layers ``layers[0] -> layers[1] -> ...``."""
     return sum(a * b + b for a, b in zip(layers, layers[1:]))
+
+
+def check_start(network: dict[str, Any]) -> None:
+    """``start`` is ``kept`` or ``scratch``; ``kept`` needs the source (search and individual numbers)."""
+    start = network.get("start", "scratch")
+    if start not in STARTS:
+        raise NetworkError("start", f"must be one of {', '.join(STARTS)} (got {start!r})")
+    for field in ("source_search", "source_individual"):
+        value = network.get(field)
+        if (value is not None or start == "kept") and (isinstance(value, bool) or not isinstance(value, int)
+                                                       or value < 0):
+            raise NetworkError(field, f"must be a search's or individual's number (got {value!r})")
 
 
 def check_network(network: Any, dataset: str) -> tuple[dict[str, Any], int]:
@@ -59,14 +76,15 @@ def check_network(network: Any, dataset: str) -> tuple[dict[str, Any], int]:
     elif kind == "genome":
         from evaluators.builders import describe  # torch-free
 
-        unknown = sorted(set(network) - {"kind", "space", "genome", "source_search"})
+        unknown = sorted(set(network) - set(GENOME_FIELDS))
         if unknown:
-            raise NetworkError(unknown[0], "unknown field; the fields are kind, space, genome, source_search")
+            raise NetworkError(unknown[0], f"unknown field; the fields are {', '.join(GENOME_FIELDS)}")
         try:
             described = describe(network.get("genome"), network.get("space") or {}, dataset)
         except (TypeError, ValueError, KeyError) as error:
             raise NetworkError("genome", f"is not a genome of the space: {error}") from None
-        checked = {key: network[key] for key in ("kind", "space", "genome", "source_search") if key in network}
+        checked = {key: network[key] for key in GENOME_FIELDS if key in network}
+        check_start(checked)
         count = int(described["params"])
     else:
         raise NetworkError("kind", f"must be one of mlp, genome (got {kind!r})")

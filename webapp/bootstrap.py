@@ -65,12 +65,37 @@ def _install(dev: bool) -> None:
         _stamp(False).write_text(_fingerprint(False))
 
 
+#: Asking for help: answered at once when the venv is not installed yet (the install takes minutes).
+HELP_FLAGS = {"-h", "--help", "help", "--version", "version"}
+#: The project's commands, for that answer (``manage.py help`` lists Django's too once the venv is there).
+HELP = """usage: python3 manage.py COMMAND [options]
+
+The project's commands (see README.md):
+  up            the whole system on this machine: Redis, web server, control and evaluation workers
+                (--port N, --redis-port N, --devices cpu|cuda:0,..., --slots K, --host H, --user NAME)
+  search        searches from a terminal: create, edit, launch, watch, stop, resume, clone, list, export
+  evalworker    one evaluation worker (--device cpu|cuda:N|all --slots K --pool eval --node NAME)
+  controlworker the worker that runs search loops (and restarts dead ones)
+  web           the web server alone (--workers N --host H --port P)
+  schedule      the optimal inference schedule of an architecture
+  test          the test suite (arguments go to pytest)
+  changepassword, createsuperuser, migrate, ...: Django's own
+
+The virtual environment (.venv) is not installed yet: the first command other than help creates it and
+installs the requirements (a few minutes: torch is large). NAS_NO_BOOTSTRAP=1 skips that step.
+"""
+
+
 def ensure_venv(argv: list[str]) -> None:
-    """Make sure the venv holds what ``argv``'s command needs, then continue inside it (re-exec if needed)."""
+    """Make sure the venv holds what ``argv``'s command needs, then continue inside it (re-exec if needed).
+    A request for help before the venv is installed is answered with :data:`HELP`, without installing."""
     if os.environ.get("NAS_NO_BOOTSTRAP") == "1":
         return
     dev = len(argv) > 1 and argv[1] in DEV_COMMANDS
     if not _installed(dev):
+        if len(argv) > 1 and argv[1] in HELP_FLAGS:
+            print(HELP, end="")
+            sys.exit(0)
         _install(dev)
     if not _inside_venv():
         os.execv(str(_venv_python()), [str(_venv_python()), *argv])

@@ -34,8 +34,22 @@
     return (seconds / 3600).toFixed(1) + " h";
   }
 
+  // The shown number fields whose value the browser finds invalid (out of the field's min/max, not a number):
+  // no estimate is computed from them.
+  function invalidFields() {
+    return Array.from(form.querySelectorAll("input[type=number]")).filter((input) => {
+      const row = input.closest(".field");
+      return !(row && row.hidden) && !input.closest("[hidden]") && !input.validity.valid;
+    }).map((input) => input.name);
+  }
+
   function estimate() {
     if (!estimateNode) return;
+    const invalid = invalidFields();
+    if (invalid.length) {
+      estimateNode.textContent = "No estimate until these fields are fixed: " + invalid.join(", ") + ".";
+      return;
+    }
     const evaluations = planned();
     const pool = field("pool").value, slots = measured.slots[pool] || 0;
     if (!evaluations) { estimateNode.textContent = ""; return; }

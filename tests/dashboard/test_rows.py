@@ -14,7 +14,7 @@ def model_row(individual: Individual, search_status: str = "running") -> dict:
     if state == "queued" and (search_status in queries.PAUSED or individual.dispatched is None):
         state = "not sent"
     return {**individual_event(individual), "state": state, "accuracy": metrics.get("accuracy"), "flops": metrics.get("flops"),
-            "latency_ms": metrics.get("latency_ms"), "parents": individual.parents, "message": individual.message[:200]}
+            "latency_ms": metrics.get("latency_ms"), "parents": individual.parents, "message": individual.message}
 
 
 def test_final_and_running_points_equal_the_events_of_the_models(search):
@@ -37,7 +37,7 @@ def test_table_rows_equal_the_rows_of_the_models(search):
         assert page.rows == [model_row(models[n], search.status) for n in numbers], params
         assert page.rows
     row = queries.individuals_page(search, {"q": ""}).rows[2]
-    assert row["latency_ms"] == 1.5 and row["flops"] is None and len(row["message"]) == 200
+    assert row["latency_ms"] == 1.5 and row["flops"] is None and len(row["message"]) == 300  # whole (issue 36)
 
 
 def test_the_node_filter_offers_every_node_that_evaluated(search):
@@ -47,17 +47,19 @@ def test_the_node_filter_offers_every_node_that_evaluated(search):
 
 
 def test_queued_work_no_worker_will_run_reads_not_sent(search):
+    """Issue 36, item 10: in a running search (just after a resume too) queued work its loop is about to send
+    reads ``queued``; only a paused search's queue is ``not sent``."""
     from django.utils import timezone
 
     Individual.objects.filter(search=search, number=8).update(status="queued", dispatched=timezone.now(), attempts=0)
-    Individual.objects.filter(search=search, number=9).update(status="queued", dispatched=None)
+    Individual.objects.filter(search=search, number=9).update(status="queued", dispatched=None, attempts=0)
     search.status = "running"
     search.save(update_fields=["status"])
     states = {row["number"]: row["state"] for row in queries.individuals_page(search, {"status": "queued"}).rows}
-    assert states == {8: "queued", 9: "not sent"}
+    assert states == {8: "queued", 9: "queued"}
     Individual.objects.filter(search=search, number=8).update(attempts=1)  # its first attempt died with its worker
     states = {row["number"]: row["state"] for row in queries.individuals_page(search, {"status": "queued"}).rows}
-    assert states == {8: "lost, retrying (attempt 2)", 9: "not sent"}
+    assert states == {8: "lost, retrying (attempt 2)", 9: "queued"}
     search.status = "stopped"
     search.save(update_fields=["status"])
     states = {row["number"]: row["state"] for row in queries.individuals_page(search, {"status": "queued"}).rows}

@@ -64,7 +64,7 @@ def test_every_bad_value_names_its_field(data, field):
 def test_the_explorers_take_their_defaults_and_say_why_reinforce_takes_one_objective():
     reinforce = check_config({"strategy": {"name": "reinforce"}})["strategy"]
     assert reinforce["params"] == {"objectives": [["fitness", "max"]], "policy_learning_rate": 0.3, "entropy": 0.05,
-                                   "baseline_decay": 0.9, "max_evaluations": 400}
+                                   "baseline_decay": 0.9, "max_evaluations": 24}
     tpe = check_config({"strategy": {"name": "tpe", "params": {
         "objectives": [["accuracy", "max"], ["params", "min"]], "max_evaluations": 50}}})["strategy"]
     assert tpe["params"] == {"objectives": [["accuracy", "max"], ["params", "min"]], "startup_trials": 10,

@@ -2,10 +2,12 @@
 the worker's code in this process and run a whole search (a real Redis and database, no worker process)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, owner
-from webapp.control import lease
+from webapp.control import lease, recording
 from webapp.control.loop import SearchLoop
 from webapp.messaging import signing
 from webapp.searches.models import Individual, Search
@@ -85,3 +87,28 @@ def test_a_search_stopped_before_its_first_result_says_its_speedup_waits(engine,
     assert summary["done"] + summary["failed"] == 0 and 0 < summary["wall"] < 600
     assert summary["speedup"] is summary["held"] is summary["efficiency"] is None
     assert "speedup waits for the first result" in progress_line(search.status, 0, 10, None, summary)
+def test_a_stop_with_nothing_running_ends_stopped_without_waiting(engine, monkeypatch):
+    """Issue 36, item 10: stopped while nothing runs (its work still queued), the loop ends ``stopped`` at its
+    next look, without waiting for results no worker will send."""
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
+    search = lifecycle.launch(lifecycle.create_search(owner(), "stop early", CONFIG))
+    owner_id = lease.new_owner()
+    assert lease.take(search.pk, owner_id)
+    loop = SearchLoop(search.pk, owner_id, send=lambda *packet: None)  # sent, never started by any worker
+    with recording.fenced(search.pk, owner_id) as fenced:
+        recording.start_accounting(fenced, time.time())
+    loop.begin()
+    loop.step()
+    assert lifecycle.stop(search).status == Search.Status.STOPPING  # its loop is alive: it ends the search
+    waits: list[float] = []
+    take = lifecycle.transport.take_messages
+
+    def recorded(search_id, wait, *args, **kwargs):
+        waits.append(wait)
+        return take(search_id, wait, *args, **kwargs)
+
+    monkeypatch.setattr("webapp.messaging.transport.take_messages", recorded)
+    assert loop.run() == Search.Status.STOPPED
+    assert waits == [0]
+    search.refresh_from_db()
+    assert search.status == Search.Status.STOPPED and Individual.objects.filter(search=search).exists()

@@ -69,7 +69,8 @@ def test_fashion_mnist_reads_idx_files(tmp_path, compress):
 @pytest.mark.parametrize("name, expected", [("cifar10", "data_batch_1"), ("fashion_mnist", "train-images-idx3-ubyte")])
 def test_missing_files_name_the_folder(tmp_path, name, expected, monkeypatch):
     monkeypatch.delenv("NAS_DATA_DOWNLOAD", raising=False)
-    with pytest.raises(DatasetMissing, match=f"not in {tmp_path}.*{expected}.*NAS_DATA_DIR"):
+    with pytest.raises(DatasetMissing, match=f"not installed: {tmp_path} lacks .*{expected}.*NAS_DATA_DIR.*"
+                                             f"NAS_DATA_DOWNLOAD=1"):
         load_dataset(name, "cpu", 0, str(tmp_path / ""))
 
 

@@ -202,7 +202,10 @@ class SearchLoop(LoopShell):
         none is left (workers skip its queued ones; a resume sends those again)."""
         self._account()
         self._drained = True
-        self.collect(wait=settings.NAS_LOOP_WAIT)
+        # Nothing under way: record what is already waiting and end at once, rather than stay "stopping" for a
+        # wait that no result can end (issue 36).
+        under_way = self._in_flight().filter(status=Individual.Status.RUNNING).exists()
+        self.collect(wait=settings.NAS_LOOP_WAIT if under_way else 0)
         running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
         beats = transport.heartbeats(self.search_id, [i.pk for i in running])
         wall = timezone.now()

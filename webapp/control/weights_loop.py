@@ -16,6 +16,7 @@ generation's result never depends on who computed what. The search's ``weights``
 """
 from __future__ import annotations
 
+import io
 import logging
 import time
 import uuid
@@ -31,7 +32,7 @@ from webapp.control.shell import End, LoopShell, Send
 from webapp.messaging import dispatch, signing, transport
 from webapp.messaging import weights_transport as wire
 from webapp.searches import broadcast
-from webapp.searches.models import Search, WeightGeneration, WeightState
+from webapp.searches.models import Search, WeightGeneration, Weights, WeightState
 
 log = logging.getLogger(__name__)
 POLL = 0.02
@@ -56,9 +57,26 @@ class WeightLoop(LoopShell):
         self.method = self.config["weights"]["method"]
         self.evolution = WeightEvolution(WeightRun.from_config(self.config), device)
         saved = WeightState.objects.filter(search_id=search_id).first()
+        #: Why the search cannot begin (the kept weights it should start from are gone); it fails with this.
+        self.cannot_start = ""
         if saved is not None:
             self.evolution.load_state(bytes(saved.data))
+        elif self.config["network"].get("start") == "kept":
+            self.cannot_start = self._start_from_kept(self.config["network"])
         self.parts_of: dict[int, int] = {}
+
+    def _start_from_kept(self, network: dict[str, Any]) -> str:
+        """Load the source individual's kept weights into generation 0 (every worker then fetches this state:
+        its digest is not the seeded one's); the reason it cannot, if they are gone."""
+        from evaluators.model_files import load_weights
+
+        source, number = network["source_search"], network["source_individual"]
+        kept = Weights.objects.filter(individual__search_id=source, individual__number=number).first()
+        if kept is None:
+            return (f"the kept weights of search #{source}'s individual #{number}, which this search starts from, "
+                    f"are gone; clone the search to start again from search #{source}'s best")
+        self.evolution.start_from(load_weights(io.BytesIO(bytes(kept.data))))
+        return ""
 
     # --- the loop ---------------------------------------------------------------------------------------------
 
@@ -68,6 +86,8 @@ class WeightLoop(LoopShell):
 
     def step(self) -> End | None:
         """One generation; the end once the planned generations are done, or when a part failed."""
+        if self.cannot_start:
+            return Search.Status.FAILED, self.cannot_start
         if self.evolution.generation >= self.config["weights"]["generations"]:
             return Search.Status.FINISHED, ""
         try:

@@ -7,7 +7,8 @@ from http import HTTPStatus
 from typing import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import csrf
+
+from webapp.dashboard.csrf_page import stale_form_page
 
 API_PREFIX = "/api/"
 
@@ -22,11 +23,13 @@ def json_error(message: str, status: int = 400, **extra) -> JsonResponse:
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """``CSRF_FAILURE_VIEW``: JSON with the reason under ``/api/``, Django's own page elsewhere."""
+    """``CSRF_FAILURE_VIEW``: a 403 either way; JSON with the reason under ``/api/``, elsewhere a page that says the
+    session changed and gives the form's values back (``csrf_page``), never Django's debug page."""
     if not is_api(request):
-        return csrf.csrf_failure(request, reason)
-    return json_error(f"CSRF check failed: {reason} Send the value of the csrftoken cookie in the X-CSRFToken "
-                      "header (and the session cookie) with every POST.", 403)
+        return stale_form_page(request, reason)
+    return json_error(f"CSRF check failed: {reason} Your session may have changed (signed out and in again): read "
+                      "the csrftoken cookie again and send its value in the X-CSRFToken header (and the session "
+                      "cookie) with every POST.", 403, reason=reason)
 
 
 def _message(request: HttpRequest, response: HttpResponse) -> str:

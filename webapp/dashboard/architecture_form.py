@@ -16,12 +16,13 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_http_methods
 
 from evaluators import budget
-from evaluators.catalog import DATASETS
+from evaluators.catalog import DATASETS, unavailable
 from nas.spaces import SPACES
 from nas.pruners import PRUNERS
 from nas.strategies import STRATEGIES
 from nas.strategies.archive import MAX_SEED
 from webapp.searches.architecture_config import LATENCY_FIELDS, SIMULATED_FIELDS, TRAINED_FIELDS
+from webapp.searches import starter
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
@@ -29,13 +30,17 @@ from webapp.searches.models import Search
 from webapp.services import estimates
 
 TEMPLATE = "dashboard/search_form.html"
-#: The form's own defaults where they differ from the engine's: a search that finishes in minutes on a CPU.
+#: What a result measures that an objective can name (``latency`` only when the evaluation measures it).
+OBJECTIVE_METRICS = ("accuracy", "params", "flops", "latency_ms", "fitness", "latency")
+OBJECTIVE_NAMES = "accuracy, params, flops, latency_ms, fitness; latency when measured"
+#: The form's initial values: the starter set every way of creating a search shares (``webapp.searches.starter``).
 DEFAULTS: dict[str, Any] = {
-    "name": "digits search", "space": "chain", "strategy": "regularized", "population": 8, "sample_size": 3,
-    "generations": 3, "max_evaluations": 24, "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1, "seed": 0, "dataset": "digits", "pool": "eval",
+    "name": starter.NAME, "space": "chain", "strategy": "regularized", **starter.STRATEGY_PARAMS,
+    "p_mutation": 0.58, "p_crossover": 0.5, "elitism": 1, "seed": 0, "dataset": "digits", "pool": "eval",
     "evaluation": "train", "sim_duration": SIMULATED_FIELDS["duration"][0],
     "keep_weights": TRAINED_FIELDS["keep_weights"][0],
-    **{_name: value for _name, value in budget.defaults().items() if _name != "seed" and value is not None},
+    **{_name: value for _name, value in {**budget.defaults(), **starter.TRAINING}.items()
+       if _name != "seed" and value is not None},
     "training_seed": 0, "pruner": "none",
 }
 
@@ -76,8 +81,8 @@ def _param_field(described: dict[str, Any]) -> forms.Field:
         defaults = "; ".join(f"{name}: {format_objectives(STRATEGIES[name].default_params()['objectives'])}"
                              for name in described["strategies"])
         return forms.CharField(label=described["label"], required=False, help_text='Pairs "name:max" or "name:min", '
-                               "comma separated (metrics: accuracy, params, flops, latency_ms, fitness; latency when "
-                               f"measured). Blank: the strategy's default ({defaults}).",
+                               f"comma separated (metrics: {OBJECTIVE_NAMES}). Blank: the strategy's default "
+                               f"({defaults}).",
                                widget=forms.TextInput(attrs=attrs))
     kind = forms.IntegerField if described["type"] == "int" else forms.FloatField
     return kind(label=described["label"], required=False, min_value=described["low"], max_value=described["high"],
@@ -110,12 +115,18 @@ def parse_objectives(text: str) -> list[list[str]]:
     return pairs
 
 
+def dataset_choices() -> list[tuple[str, str]]:
+    """Every dataset, those whose files are missing here (and not downloadable) marked so (``catalog.unavailable``;
+    choosing one is refused, naming ``NAS_DATA_DIR`` and ``NAS_DATA_DOWNLOAD``)."""
+    return [(name, name if unavailable(name) is None else f"{name} (not installed)") for name in DATASETS]
+
+
 class SearchForm(forms.Form):
     name = forms.CharField(max_length=200)
     space = forms.ChoiceField(label="Search space", choices=[(n, n) for n in SPACES])
     strategy = forms.ChoiceField(choices=[(n, n) for n in STRATEGIES])
     seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, help_text="Same seed, same candidates.")
-    dataset = forms.ChoiceField(choices=[(n, n) for n in DATASETS])
+    dataset = forms.ChoiceField(choices=dataset_choices)
     pool = forms.RegexField(label="Worker pool", regex=POOL, max_length=100,
                             help_text="The queue its evaluation workers pull from (eval by default).",
                             error_messages={"invalid": f"Must be {POOL_RULE}."})
@@ -187,8 +198,10 @@ class SearchForm(forms.Form):
         text = self.cleaned_data.get("objectives") or ""
         pairs = parse_objectives(text)
         for name, direction in pairs:
-            if not name or direction not in ("max", "min"):
-                raise forms.ValidationError(f'"{name}:{direction}" is not a pair like "accuracy:max".')
+            if name not in OBJECTIVE_METRICS or direction not in ("max", "min"):
+                raise forms.ValidationError(
+                    f'"{name}:{direction}" is not an objective: write metric:max or metric:min, the metric one of '
+                    f'{OBJECTIVE_NAMES} (e.g. "accuracy:max, params:min").')
         return pairs or None
 
     def build_config(self, base: dict[str, Any] | None = None) -> dict[str, Any]:

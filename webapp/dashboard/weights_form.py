@@ -15,7 +15,7 @@ from nas.neuroevolution import ALGORITHMS, METHODS
 from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
 from webapp.searches.models import Search
-from webapp.searches.weights_config import FIELDS, FITNESS, NUMBERS, OPTIMIZERS
+from webapp.searches.weights_config import FIELDS, FINE_TUNING, FITNESS, NUMBERS, OPTIMIZERS
 
 #: The configuration's field -> the form's field that shows its error.
 TEMPLATE = "dashboard/weights_form.html"
@@ -41,8 +41,11 @@ class WeightSearchForm(forms.Form):
                                help_text="cu: fitness values and gradient slices travel; su: partial gradients; "
                                          "scalars: fitness values only")
     population = forms.IntegerField(initial=NUMBERS["population"][0])
-    sigma = forms.FloatField(initial=NUMBERS["sigma"][0])
-    learning_rate = forms.FloatField(initial=NUMBERS["learning_rate"][0])
+    sigma = forms.FloatField(required=False, help_text=f"Blank: {NUMBERS['sigma'][0]}, or "
+                                                       f"{FINE_TUNING['sigma']} when it starts from kept trained weights")
+    learning_rate = forms.FloatField(required=False, help_text=f"Blank: {NUMBERS['learning_rate'][0]}, or "
+                                                               f"{FINE_TUNING['learning_rate']} when it starts from "
+                                                               "kept trained weights")
     optimizer = forms.ChoiceField(choices=_choices(OPTIMIZERS), initial="adam")
     fitness = forms.ChoiceField(choices=_choices(FITNESS), initial="loss")
     batch_size = forms.IntegerField(initial=NUMBERS["batch_size"][0])
@@ -100,7 +103,8 @@ class WeightSearchForm(forms.Form):
         network = self._network(data)
         if network is None:
             return data
-        weights = {key: data[key] for key in FIELDS}  # every field of the "weights" section has its form field
+        # Every field of the "weights" section has its form field; a blank one takes the configuration's default.
+        weights = {key: data[key] for key in FIELDS if data.get(key) is not None}
         try:
             self.config = check_config({"kind": "weights", "network": network, "dataset": data["dataset"],
                                         "weights": weights, "pool": data["pool"]})

@@ -3,13 +3,14 @@ checked once when the search is created or edited (through :func:`webapp.searche
 
 ```
 {"space": {"name": "chain", "max_layers": 6},            # nas.spaces.space_from_config
- "strategy": {"name": "regularized", "seed": 0, "params": {"population": 10, "max_evaluations": 30}},
+ "strategy": {"name": "regularized", "seed": 0, "params": {"population": 8, "sample_size": 3, "max_evaluations": 24}},
  "dataset": "digits",                                    # evaluators.catalog.DATASETS
  "training": {"epochs": 3, "batch_size": 64, ...},       # evaluators.budget.TrainingBudget
  "evaluation": {"mode": "train", "keep_weights": 5},     # or {"mode": "simulated", "duration": 1.0, ...}
  "pool": "eval"}                                         # the evaluation queue: eval or eval.<name>
 ```
-The form, the JSON API and the ``search`` command all check it through ``check_config``. Each field's default, bounds and choices are defined once, beside what uses them: the
+The form, the JSON API and the ``search`` command all check it through ``check_config``. The values above are
+what a configuration that leaves them out gets (``webapp.searches.starter``: one small set for all three). Each field's default, bounds and choices are defined once, beside what uses them: the
 spaces' and strategies' parameters in ``nas`` (``Param``), the training budget in ``evaluators.budget``, the
 datasets in ``evaluators.catalog``, the evaluation's here. Every field has an upper bound, so no request can
 make a loop or a worker hold more than a search can use. Every error names the field, the value and what is
@@ -24,7 +25,7 @@ from evaluators import budget
 from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
-from webapp.searches import pruner_config
+from webapp.searches import pruner_config, starter
 from webapp.searches.checks import ConfigError, check_pool
 from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import fields as _fields
@@ -65,7 +66,7 @@ def check_training(data: Any) -> dict[str, Any]:
         elif value is None and rule.optional:
             checked[name] = None
         else:
-            checked[name] = _number(f"training.{name}", value, rule.kind, rule.low, rule.high)
+            checked[name] = _number(f"training.{name}", value, rule.kind, rule.low, rule.high, rule.positive)
     return checked
 
 
@@ -133,7 +134,7 @@ def _gangs(data: dict[str, Any], simulated: bool) -> dict[str, Any]:
 
 def check_architecture_config(data: dict[str, Any]) -> dict[str, Any]:
     """The configuration with every default filled in, or :class:`ConfigError` naming the first bad field."""
-    data = {key: value for key, value in data.items() if key != "kind"}
+    data = starter.fill({key: value for key, value in data.items() if key != "kind"})
     allowed = ["dataset", "evaluation", "pool", "pruner", "space", "strategy", "training"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:

@@ -4,6 +4,7 @@ searches) and ``weights_config`` (weight searches) build on these, so neither im
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -21,17 +22,29 @@ class ConfigError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-def number(field: str, value: Any, kind: type, low: float, high: float) -> Any:
+def shown(value: Any) -> str:
+    """``value`` as the JSON a client sent spells it (``true``, ``null``, ``"text"``), at most 100 characters."""
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)[:100]
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def number(field: str, value: Any, kind: type, low: float, high: float, positive: bool = False) -> Any:
+    """``value`` as ``kind`` within ``[low, high]`` (above 0 when ``positive``); booleans are not numbers."""
     if value is None:
         raise ConfigError(field, "a value is required")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(field, f"must be a number (got {value!r})")
+        raise ConfigError(field, f"must be a number (got {shown(value)})")
     if kind is int and not float(value).is_integer():
-        raise ConfigError(field, f"must be an integer (got {value!r})")
+        raise ConfigError(field, f"must be an integer (got {shown(value)})")
     if not math.isfinite(value):
-        raise ConfigError(field, f"must be finite (got {value!r})")
+        raise ConfigError(field, f"must be finite (got {shown(value)})")
     if not low <= value <= high:
-        raise ConfigError(field, f"must be in [{low}, {high}] (got {value!r})")
+        raise ConfigError(field, f"must be in [{low}, {high}] (got {shown(value)})")
+    if positive and value <= 0:
+        raise ConfigError(field, f"must be greater than 0, at most {high} (got {shown(value)})")
     return kind(value)
 
 
@@ -39,7 +52,7 @@ def section(section: str, data: Any, names: list[str]) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(section, f"must be an object (got {data!r})")
+        raise ConfigError(section, f"must be an object (got {shown(data)})")
     unknown = sorted(set(data) - set(names), key=str)
     if unknown:
         raise ConfigError(f"{section}.{unknown[0]}", f"unknown field; the fields are {', '.join(names)}")
@@ -53,11 +66,11 @@ def fields(section: str, data: dict[str, Any], spec: dict[str, tuple[Any, type, 
 
 def choice(field: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise ConfigError(field, f"must be one of {', '.join(choices)} (got {value!r})")
+        raise ConfigError(field, f"must be one of {', '.join(choices)} (got {shown(value)})")
     return value
 
 
 def check_pool(value: Any) -> str:
     if not isinstance(value, str) or not POOL.match(value):
-        raise ConfigError("pool", f"must be {POOL_RULE} (got {value!r})")
+        raise ConfigError("pool", f"must be {POOL_RULE} (got {shown(value)})")
     return value

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluators.catalog import unavailable
 from webapp.searches.checks import ConfigError, choice
 from webapp.searches.kinds import DEFAULT, kind_of, kinds
 
-__all__ = ["ConfigError", "check_config", "check_sources_visible", "planned_evaluations"]
+__all__ = ["ConfigError", "check_config", "check_dataset_installed", "check_sources_visible", "planned_evaluations"]
 
 
 def check_config(data: Any) -> dict[str, Any]:
@@ -32,3 +33,15 @@ def check_sources_visible(config: dict[str, Any], visible: Any) -> None:
     for field, source in kind_of(config).sources(config):
         if not visible.filter(pk=source).exists():
             raise ConfigError(field, f"there is no architecture search #{source}")
+
+
+def check_dataset_installed(config: dict[str, Any]) -> None:
+    """``ConfigError`` on ``dataset`` when a checked configuration trains on a dataset whose files are not in
+    ``NAS_DATA_DIR`` here and ``NAS_DATA_DOWNLOAD`` does not allow a download (every individual would fail with
+    ``DatasetMissing``). A file-presence check (``evaluators.catalog.unavailable``): no torch, no data read.
+    Simulated evaluations load no data, so they pass."""
+    if config.get("evaluation", {}).get("mode") == "simulated":
+        return
+    problem = unavailable(config["dataset"])
+    if problem is not None:
+        raise ConfigError("dataset", problem)

@@ -15,7 +15,9 @@ share it.
 ```
 The checked configuration also holds ``parameters``, the network's size (counted here, never taken as given).
 ``best_of`` is resolved here, once, into the genome and space of that search's best finished individual (kept
-with ``source_search``), so a later change to the source search never changes this one. No torch.
+with ``source_search`` and ``source_individual``), so a later change to the source search never changes this one;
+``start`` records whether that individual's trained weights were kept (``kept``: the search begins from them,
+batch norm's statistics included) or not (``scratch``: from the seeded initialisation). No torch.
 """
 from __future__ import annotations
 
@@ -45,6 +47,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": ALGORITHMS, "optimizer": OPTIMIZERS, "fitness": FITNESS, "method": METHODS,
 }
 FIELDS = [*NUMBERS, *CHOICES, "mirrored"]
+#: The defaults of a search that starts from trained weights (``best_of`` with kept weights): fine-tuning takes
+#: smaller steps. Measured on a digits network trained to 0.964: the defaults above took it to 0.63, 0.42 and 0.37
+#: validation accuracy in three generations; these kept it at 0.967 to 0.972 (population 16).
+FINE_TUNING: dict[str, float] = {"sigma": 0.01, "learning_rate": 0.001}
 
 
 def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -56,8 +62,12 @@ def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
                                                  f"{', '.join(allowed)}")
     dataset = _choice("dataset", data.get("dataset", "digits"), [name for name in DATASETS if name != "synthetic"])
     weights = _section("weights", data.get("weights"), FIELDS)
-    checked: dict[str, Any] = {name: _number(f"weights.{name}", weights.get(name, default), kind, low, high)
-                               for name, (default, kind, low, high) in NUMBERS.items()}
+    network = resolve_network(data.get("network", {"kind": "mlp"}))
+    defaults = {name: default for name, (default, *_) in NUMBERS.items()}
+    if isinstance(network, dict) and network.get("start") == "kept":
+        defaults.update(FINE_TUNING)
+    checked: dict[str, Any] = {name: _number(f"weights.{name}", weights.get(name, defaults[name]), kind, low, high)
+                               for name, (_, kind, low, high) in NUMBERS.items()}
     for name in ("sigma", "learning_rate"):
         if checked[name] <= 0:
             raise ConfigError(f"weights.{name}", f"must be greater than 0 (got {checked[name]!r})")
@@ -71,7 +81,6 @@ def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
         ESConfig(checked["algorithm"], checked["population"], checked["sigma"], mirrored, checked["seed"])
     except ValueError as error:
         raise ConfigError("weights.population", str(error)) from None
-    network = resolve_network(data.get("network", {"kind": "mlp"}))
     try:
         network, parameters = check_network(network, dataset)
     except NetworkError as error:
@@ -90,16 +99,18 @@ def resolve_network(network: Any) -> Any:
     number = network.get("search")
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise ConfigError("network.search", f"must be the number of an architecture search (got {number!r})")
-    from webapp.searches.models import Individual, Search
+    from webapp.searches.models import Individual, Search, Weights
 
     source = Search.objects.filter(pk=number).only("config").first()
     if source is None or not kind_of(source.config).architectures:
         raise ConfigError("network.search", f"there is no architecture search #{number}")
     best = (Individual.objects.filter(search_id=number, status=Individual.Status.DONE, fitness__isnull=False)
-            .order_by("-fitness", "number").only("genome").first())
+            .order_by("-fitness", "number").only("genome", "number").first())
     if best is None:
         raise ConfigError("network.search", f"search #{number} has no finished architecture yet")
-    return {"kind": "genome", "space": source.config["space"], "genome": best.genome, "source_search": number}
+    kept = Weights.objects.filter(individual=best).exists()
+    return {"kind": "genome", "space": source.config["space"], "genome": best.genome, "source_search": number,
+            "source_individual": best.number, "start": "kept" if kept else "scratch"}
 
 
 def sources(config: dict[str, Any]) -> list[tuple[str, int]]:

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from webapp.searches import accounting, broadcast
 from webapp.messaging import dispatch, transport
-from webapp.searches.config import check_config, check_sources_visible, planned_evaluations
+from webapp.searches.config import (ConfigError, check_config, check_dataset_installed, check_sources_visible,
+                                    planned_evaluations)
 from webapp.services import queries
 from webapp.searches.models import Search
 
@@ -47,6 +48,7 @@ def create_search(owner, name: str, config: Any) -> Search:
     :class:`~webapp.searches.config.ConfigError` for the configuration); nothing is saved if either is bad."""
     checked = check_config(config)
     check_sources_visible(checked, queries.visible_searches(owner))  # seed 001: another user's best stays theirs
+    check_dataset_installed(checked)
     name = check_name(name)
     return Search.objects.create(
         owner=owner, name=name, config=checked, evaluations_total=planned_evaluations(checked)
@@ -58,6 +60,7 @@ def update_draft(search: Search, name: Any, config: Any) -> Search:
     launched (nothing changes then, nor when either is bad)."""
     checked = check_config(config)
     check_sources_visible(checked, queries.visible_searches(search.owner))
+    check_dataset_installed(checked)
     name = check_name(name)
     changed = Search.objects.filter(pk=search.pk, status=Search.Status.DRAFT).update(
         name=name, config=checked, evaluations_total=planned_evaluations(checked))
@@ -74,6 +77,13 @@ def _start_loop(search: Search) -> None:
 
 
 def launch(search: Search) -> Search:
+    """Start a draft; :class:`ActionError` (nothing changes) when it is not a draft, or when its dataset is not
+    installed (its files removed since it was created)."""
+    try:
+        if search.status == Search.Status.DRAFT:
+            check_dataset_installed(search.config)
+    except ConfigError as error:
+        raise ActionError(f"Cannot launch: {error.args[0].split(': ', 1)[-1]}") from None
     with transaction.atomic():
         now = timezone.now()  # one launch wins when two arrive at once (two tabs, a double click)
         if not Search.objects.filter(pk=search.pk, status=Search.Status.DRAFT).update(

@@ -156,8 +156,11 @@ class IndividualPage:
     filters: dict[str, str]
 
     def as_dict(self) -> dict[str, Any]:
+        """The API's page: ``results`` as every list endpoint names its items (``rows``, the same list, is kept
+        for one release for readers of the old name), with ``count`` and ``page``/``pages`` as the list has."""
         # Not dataclasses.asdict: it deep-copies every value of every row, a third of the API page's time.
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        return {"results": self.rows, "count": self.total, **fields}
 
 
 def _int(params, name: str, default: int, low: int, high: int | None = None) -> int:
@@ -212,10 +215,11 @@ PAUSED = (Search.Status.STOPPING, Search.Status.STOPPED, Search.Status.FAILED)
 
 def shown_state(status: str, dispatched: Any, search_status: str, attempts: int = 0) -> str:
     """An individual's state as a person reads it: ``not sent`` for queued work that no worker will run until
-    the search is resumed (a stopped search's queue, or one a slot skipped); ``lost, retrying (attempt n)`` for
-    one whose last attempt was lost with its worker and that waits to run again; ``running (attempt n)`` from
-    the second attempt on; else its status."""
-    if status == Individual.Status.QUEUED and (search_status in PAUSED or dispatched is None):
+    the search is resumed (a stopped search's queue); ``lost, retrying (attempt n)`` for one whose last attempt
+    was lost with its worker and that waits to run again; ``running (attempt n)`` from the second attempt on; else
+    its status. In a running search a queued individual not yet handed to the queue (just created, or skipped
+    before a resume) is ``queued``: its loop sends it."""
+    if status == Individual.Status.QUEUED and search_status in PAUSED:
         return "not sent"
     if status == Individual.Status.QUEUED and attempts:
         return f"lost, retrying (attempt {attempts + 1})"
@@ -226,11 +230,11 @@ def shown_state(status: str, dispatched: Any, search_status: str, attempts: int 
 
 def table_row(row: dict[str, Any], search_status: str = Search.Status.RUNNING) -> dict[str, Any]:
     """A row of the individuals table from a plain row (:func:`individuals_page`): the event's fields, its
-    state as shown, some metrics, the parents and the start of the failure's message."""
+    state as shown, some metrics, the parents and the failure's whole message (the table shortens it on screen)."""
     shown = {name: row.get(f"metric.{name}") for name in ROW_METRICS}
     parents, message = row.pop("parents"), row.pop("message")
     state = shown_state(row["status"], row["dispatched"], search_status, row["attempts"] or 0)
-    return {**_event(row), "state": state, **shown, "parents": parents, "message": message[:200]}
+    return {**_event(row), "state": state, **shown, "parents": parents, "message": message}
 
 
 def nodes_of(search: Search) -> list[str]:

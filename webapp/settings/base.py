@@ -61,7 +61,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "webapp.urls"
-# A CSRF failure under /api/ answers JSON with the reason; pages keep Django's page.
+# A CSRF failure under /api/ answers JSON with the reason; a page gets its values back in a fresh form (csrf_page).
 CSRF_FAILURE_VIEW = "webapp.dashboard.api_errors.csrf_failure"
 ASGI_APPLICATION = "webapp.asgi.application"
 WSGI_APPLICATION = "webapp.wsgi.application"

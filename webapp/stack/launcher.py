@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from webapp.stack.devices import detect_devices
+from webapp.stack.privileges import root_env
 from webapp.stack.processes import Supervisor
 from webapp.stack.redis_server import (
     choose_port as choose_redis_port,
@@ -112,6 +113,9 @@ class Launcher:
             NAS_TASK_KEY=settings.NAS_TASK_KEY,
             SECRET_KEY=settings.SECRET_KEY,
         )
+        # Run as root, the workers would each print Celery's superuser warning, which is about pickle (JSON only
+        # here): C_FORCE_ROOT acknowledges it, for the workers this process starts (webapp.stack.privileges).
+        env.update(root_env())
         env.update(extra)
         return env
 

@@ -4,6 +4,7 @@ import socket
 from django.core.management.base import BaseCommand
 
 from webapp.celery import app
+from webapp.stack.privileges import quiet_root_warning
 
 
 class Command(BaseCommand):
@@ -20,6 +21,7 @@ class Command(BaseCommand):
 
         # Restarts the loop of any search whose control worker died (a thread: see webapp.control.reaper).
         Reaper().start()
+        quiet_root_warning()  # started as root by up (webapp.stack.privileges)
         app.worker_main([
             "worker",
             "--queues", "control",

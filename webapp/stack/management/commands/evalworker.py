@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.celery import app
+from webapp.stack.privileges import quiet_root_warning
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
@@ -96,6 +97,7 @@ class Command(BaseCommand):
         # the soft shutdown: running tasks get worker_soft_shutdown_timeout, then are cancelled and requeued
         # (the engine re-sends what is lost anyway). Read by billiard when the worker starts, so set here.
         os.environ.setdefault("REMAP_SIGTERM", "SIGQUIT")
+        quiet_root_warning()  # started as root by up (webapp.stack.privileges)
         app.worker_main([
             "worker",
             "--queues", f"{options['pool']},eval.{node}.{short}",
