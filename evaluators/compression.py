@@ -69,3 +69,27 @@ def parse_compression(value: Any) -> Compression:
     if not number or not float(given).is_integer() or given < 1:
         raise ValueError(f"rank must be a positive integer (got {given!r})")
     return Compression(kind, rank=int(given))
+
+
+def from_text(text: str) -> str | dict[str, Any]:
+    """A form's short spelling (``segment_topk:0.01``, ``powersgd:2``, ``fp16``, blank for ``none``) as the
+    configuration's value (checked by :func:`parse_compression` afterwards); ``ValueError`` when not a number."""
+    kind, _, given = (text or "none").strip().partition(":")
+    parameter = KINDS.get(kind.strip())
+    if not given.strip() or parameter is None:
+        return kind.strip()
+    try:
+        number = float(given)
+    except ValueError:
+        raise ValueError(f"{given.strip()!r} is not a number: write kind:number, such as segment_topk:0.01") from None
+    return {"kind": kind.strip(), parameter[0]: int(number) if number.is_integer() and parameter[0] == "rank"
+            else number}
+
+
+def to_text(value: Any) -> str:
+    """What :func:`from_text` reads back for a stored ``evaluation.compression``."""
+    config = parse_compression(value).to_config()
+    if isinstance(config, str):
+        return config
+    name = KINDS[config["kind"]][0]
+    return f"{config['kind']}:{config[name]:g}"

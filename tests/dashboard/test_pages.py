@@ -122,6 +122,19 @@ def test_every_invalid_value_gets_its_own_error_and_nothing_is_saved(owner_clien
     assert Search.objects.count() == 0
 
 
+def test_the_form_offers_a_gangs_compression_and_refuses_a_bad_one_at_its_field(owner_client):
+    good = SearchForm(data={**DEFAULTS, "name": "sparse", "compression": "segment_topk:0.01"})
+    assert good.is_valid(), good.errors
+    assert good.config["evaluation"]["compression"] == {"kind": "segment_topk", "ratio": 0.01}
+    assert SearchForm.initial_from("sparse", good.config)["compression"] == "segment_topk:0.01"
+    for text, words in (("segment_topk:2", "ratio must be a number in (0, 1]"), ("powersgd:x", "is not a number"),
+                        ("gzip", "the kinds are none, segment_topk, powersgd, fp16")):
+        response = owner_client.post(reverse("search-create"), {**DEFAULTS, "name": "bad", "compression": text})
+        assert response.status_code == 400 and 'id="error-compression"' in response.content.decode(), text
+        assert words in response.content.decode(), text
+    assert Search.objects.count() == 0
+
+
 def test_an_engine_check_error_lands_on_its_field(owner_client):
     # Valid field by field, refused by the strategy: generational with no generations and no budget.
     data = {**DEFAULTS, "strategy": "generational", "generations": "", "max_evaluations": ""}
