@@ -79,8 +79,8 @@ class Ranks:
 
     def traffic(self) -> dict[str, Any]:
         """What the ranks sent to each other during the training, summed over the ranks (nothing on one
-        device): ``bytes_sent``, ``bytes_dense``, ``kept`` (share of gradient values sent), ``balance``, and
-        ``communicate`` (seconds in the exchange, the slowest rank's)."""
+        device): ``bytes_sent``, ``bytes_dense``, ``kept`` (share of gradient values sent), ``balance``,
+        ``compression``, ``ranks`` and ``communicate`` (seconds in the exchange, the slowest rank's)."""
         return {}
 
 
@@ -121,7 +121,7 @@ class Gang(Ranks):
         return {"bytes_sent": int(sums[0]), "bytes_dense": int(sums[1]),
                 "kept": float(sums[2] / sums[3]) if sums[3] > 0 else None,
                 "balance": float(most[1]) if mine["balance"] is not None else None,
-                "communicate": float(most[0]), "compression": self.compression.kind}
+                "communicate": float(most[0]), "compression": self.compression.kind, "ranks": self.world}
 
     def agree(self, stop: bool, late: bool, loss: torch.Tensor) -> tuple[bool, bool, torch.Tensor]:
         flags = torch.stack([torch.tensor(float(stop), dtype=torch.float64, device=self.device),

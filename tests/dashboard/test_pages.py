@@ -71,6 +71,21 @@ def test_individual_page_says_when_its_trained_weights_are_kept(owner_client, se
     assert "genome, PyTorch source, trained weights, ONNX" in html
 
 
+def test_individual_page_shows_a_gangs_gradient_exchange(owner_client, search):
+    from webapp.searches.models import Individual
+
+    from tests.dashboard.test_exports import GANG
+
+    individual = Individual.objects.get(search=search, number=4)
+    assert 'id="traffic"' not in owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    individual.metrics = {**(individual.metrics or {}), **GANG}
+    individual.save()
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'id="traffic"' in html and "segment_topk" in html
+    assert "120 B against 4.00 kB dense (3.00%)" in html  # per rank and step
+    assert "1.25%" in html and "(25% communicating)" in html
+
+
 def test_the_form_defaults_are_a_short_real_digits_search():
     form = SearchForm(data={k: v for k, v in DEFAULTS.items()})
     assert form.is_valid(), form.errors
