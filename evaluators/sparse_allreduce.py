@@ -9,7 +9,8 @@ Per gradient bucket of ``n`` values on a gang of ``k`` ranks:
    values) it costs little beside the step, and an exact count is what makes every chunk the same size; a
    sampled threshold keeps *about* the same share, and the ring then waits for its largest chunk;
 3. phase 1 (``k-1`` chunks of ``m`` (value, index) pairs each): segment ``j``'s pairs go to rank ``j``, its
-   owner, in one ``all_to_all_single`` (gloo and NCCL both have it); the owner sums the ``k`` copies;
+   owner, in one ``all_to_all_single`` (gloo and NCCL both have it); the owner sums the ``k`` copies. The pairs
+   travel as bytes: the value as it is, the index in 2 bytes when a segment holds at most 32,768 values (else 4);
 4. phase 2 (``k-1`` chunks): every rank gathers the summed segments (``all_gather_into_tensor``), sparse (the
    positions any rank sent to the owner, padded to the gang's largest count, so the chunks stay equal) or dense,
    whichever sends fewer bytes; the mean over the ranks replaces the bucket.
@@ -30,8 +31,29 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-#: Bytes of one index (int32: a segment never holds 2**31 values).
-INDEX_BYTES = 4
+
+
+def index_width(segment: int) -> int:
+    """Bytes of one index within a segment of ``segment`` values: 2 (int16) up to 32,768 values, else 4."""
+    return 2 if segment <= 2 ** 15 else 4
+
+
+def pack(values: torch.Tensor, index: torch.Tensor, width: int) -> torch.Tensor:
+    """``(rows, m)`` values and their indices as one ``(rows, m x (value bytes + width))`` byte tensor: one
+    collective for both, and bytes are a type every backend moves as they are (NCCL has no int16)."""
+    rows = values.shape[0]
+    kind = torch.int16 if width == 2 else torch.int32
+    return torch.cat([values.contiguous().view(torch.uint8).view(rows, -1),
+                      index.to(kind).contiguous().view(torch.uint8).view(rows, -1)], dim=1)
+
+
+def unpack(payload: torch.Tensor, m: int, dtype: torch.dtype, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`pack`'s values (``dtype``) and indices (int64), ``(rows, m)`` each."""
+    split = m * torch.empty((), dtype=dtype).element_size()
+    kind = torch.int16 if width == 2 else torch.int32
+    values = payload[:, :split].contiguous().view(dtype)
+    index = payload[:, split:].contiguous().view(kind).long()
+    return values, index
 
 
 @dataclasses.dataclass
@@ -108,32 +130,30 @@ class SegmentTopK:
         left = rows.scatter(1, index, 0.0).flatten()[:n]  # sent + left == accumulated, exactly
         self._keep(parameters, left)
 
-        # phase 1: segment j's pairs to rank j (equal chunks of m pairs)
-        got_values = torch.empty_like(values)
-        got_index = torch.empty((k, m), dtype=torch.int32, device=flat.device)
-        dist.all_to_all_single(got_values, values.contiguous(), group=self.group)
-        dist.all_to_all_single(got_index, index.to(torch.int32), group=self.group)
+        # phase 1: segment j's pairs to rank j (equal chunks of m pairs), values and indices in one byte tensor
+        width, element = index_width(segment), flat.element_size()
+        got = torch.empty((k, m * (element + width)), dtype=torch.uint8, device=flat.device)
+        dist.all_to_all_single(got, pack(values, index, width), group=self.group)
+        got_values, got_index = unpack(got, m, flat.dtype, width)
         summed = torch.zeros(segment, dtype=flat.dtype, device=flat.device)
-        summed.index_add_(0, got_index.flatten().long(), got_values.flatten())
-        element = flat.element_size()
-        first = (m * (element + INDEX_BYTES),) * (k - 1)
+        summed.index_add_(0, got_index.flatten(), got_values.flatten())
+        first = (m * (element + width),) * (k - 1)
 
         # phase 2: the summed segments to every rank, sparse or dense by bytes
-        touched = torch.unique(got_index.flatten().long())
+        touched = torch.unique(got_index.flatten())
         count = torch.tensor([touched.numel()], dtype=torch.int64, device=flat.device)
         dist.all_reduce(count, op=dist.ReduceOp.MAX, group=self.group)  # the chunks' common size
         largest = int(count.item())
         extra = 2 * (k - 1) * count.element_size() // k
-        if largest * (4 + INDEX_BYTES) < segment * element:
+        if largest * (element + width) < segment * element:
             padded = torch.cat([touched, touched[:1].expand(largest - touched.numel())])  # repeats write the same
-            pairs = torch.cat([summed[padded].float().view(torch.int32), padded.to(torch.int32)])  # one dtype
-            gathered = torch.empty(k * pairs.numel(), dtype=torch.int32, device=flat.device)
+            pairs = pack(summed[padded].view(1, -1), padded.view(1, -1), width).flatten()
+            gathered = torch.empty(k * pairs.numel(), dtype=torch.uint8, device=flat.device)  # flat: gloo wants it
             dist.all_gather_into_tensor(gathered, pairs, group=self.group)
-            gathered = gathered.view(k, 2, largest)
-            sums = gathered[:, 0].contiguous().view(torch.float32).to(flat.dtype)
+            sums, positions = unpack(gathered.view(k, -1), largest, flat.dtype, width)
             whole = torch.zeros((k, segment), dtype=flat.dtype, device=flat.device)
-            whole.scatter_(1, gathered[:, 1].long(), sums)
-            second = (largest * (4 + INDEX_BYTES),) * (k - 1)
+            whole.scatter_(1, positions, sums)
+            second = (largest * (element + width),) * (k - 1)
         else:
             whole = torch.empty(k * segment, dtype=flat.dtype, device=flat.device)
             dist.all_gather_into_tensor(whole, summed, group=self.group)

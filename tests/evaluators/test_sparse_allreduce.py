@@ -85,9 +85,9 @@ def test_ratio_one_gives_the_dense_allreduce_gradients(world):
 
 def _sent_and_kept(rank: int, world: int) -> dict[str, Any]:
     """Five steps of fresh gradients (a bucket of 1001 values) at ratio 0.05: what phase 1 handed to the
-    collective, and the residuals before and after."""
+    collective (decoded), and the residuals before and after."""
     from evaluators import sparse_allreduce
-    from evaluators.sparse_allreduce import SegmentTopK
+    from evaluators.sparse_allreduce import SegmentTopK, index_width, unpack
 
     params = [torch.zeros(600), torch.zeros(401)]
     state = SegmentTopK(0.05)
@@ -108,8 +108,8 @@ def _sent_and_kept(rank: int, world: int) -> dict[str, Any]:
             accumulated = grad + before
             handed.clear()
             mean = state.reduce(grad.clone(), params)
-            values, index = handed[0], handed[1].long()
             segment = -(-1001 // world)
+            values, index = unpack(handed[0], -(-segment * 5 // 100), torch.float32, index_width(segment))
             sent = torch.zeros(world, segment).scatter_(1, index, values).flatten()[:1001]
             after = torch.cat([state.residuals[id(p)] for p in params])
             exact.append(torch.equal(sent + after, accumulated) and torch.equal(sent * after, torch.zeros(1001)))
