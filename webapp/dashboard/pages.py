@@ -140,6 +140,7 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),
+        "traffic": display.traffic(individual.metrics or {}),
     })
 
 

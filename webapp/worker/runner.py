@@ -40,8 +40,9 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
 
             return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3),
                             gang=len(held), report=report)
+        gang = {"compression": evaluation["compression"]} if evaluation.get("compression") else {}  # a gang's
         return artifacts.evaluate_and_keep(_trained, individual, held, report=report,
-                                           report_every=evaluation.get("report_every"))
+                                           report_every=evaluation.get("report_every"), **gang)
 
     return device_claims.run_on_devices(individual, run)
 
