@@ -18,7 +18,7 @@ from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.models import Search
 from webapp.searches.pruning_stats import describe as describe_pruning
-from webapp.services import exports, lifecycle, nodes, queries
+from webapp.services import exports, lifecycle, node_control, nodes, queries
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -88,6 +88,8 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
         "beliefs": beliefs_kind(search),
         "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
         "pruning_text": describe_pruning(search.stats),
+        "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
+        if search.status == Search.Status.RUNNING else "",
     })
 
 
@@ -153,6 +155,8 @@ def node_list(request: HttpRequest) -> HttpResponse:
         worker["current_visible"] = bool(worker["current"]) and worker["current"]["search"] in visible
     # Messages the workers refused (malformed, unsigned): for staff, who run the installation.
     refused = nodes.refused_messages() if request.user.is_staff else []
-    return render(request, "dashboard/nodes.html", {"workers": workers, "refused": refused})
+    return render(request, "dashboard/nodes.html", {"workers": workers, "refused": refused,
+                                                    "nodes": node_control.node_rows(),
+                                                    "node_actions": list(node_control.ACTIONS)})
 
 
