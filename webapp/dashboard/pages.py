@@ -14,6 +14,7 @@ from webapp.dashboard import architecture, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import individual_curve
+from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.models import Search
@@ -142,6 +143,7 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),
+        "failure": failure_view(individual),
     })
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import traceback
 from typing import Any
 
 from django.conf import settings
 
+from evaluators.failure_text import describe
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, node_state, signing, transport
@@ -110,7 +110,7 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
             return "skipped"
         except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
             log.exception("evaluation of individual %s raised", individual_id)
-            result = EvaluationResult.failed("error", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}")
+            result = EvaluationResult.failed("error", describe(error))
         finally:
             slots.set_current(None)
     finished = time.time()
