@@ -1,5 +1,5 @@
-"""An exception as a failed evaluation's message: its type and message, then the last frames of its traceback,
-with paths outside the project cut to their file name and secrets removed. No torch, no Django: the worker
+"""An exception as a failed evaluation's message: its type and message, then the last frames of its traceback
+(paths outside the project cut to their file name), secrets removed. No torch, no Django: the worker
 writes it (``evaluate``, the runner), and the individual's page reads it back (:func:`parse`) and cleans it again,
 for messages recorded before it existed.
 
@@ -38,14 +38,18 @@ def short_path(path: str, root: Path = ROOT) -> str:
         return Path(path).name
 
 
-def redact(text: str, environ: Mapping[str, str] | None = None, extra: tuple[str, ...] = (), root: Path = ROOT) -> str:
+def redact(text: str, environ: Mapping[str, str] | None = None, extra: tuple[str, ...] = (), root: Path = ROOT,
+           paths: bool = True) -> str:
     """``text`` without secrets (values of secret-named environment variables, ``extra`` values, URL
-    credentials) and with absolute paths outside the project cut to their file name."""
+    credentials) and, with ``paths``, with absolute paths outside the project cut to their file name (a
+    traceback's; an exception's own message keeps its paths: "no dataset in /data/cifar10" must name it)."""
     environ = os.environ if environ is None else environ
     secrets = [v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 6] + [v for v in extra if v and len(v) >= 6]
     for value in sorted(set(secrets), key=len, reverse=True):
         text = text.replace(value, REDACTED)
     text = URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    if not paths:
+        return text
     root_text = root.as_posix().rstrip("/") + "/"
     return ABSOLUTE_PATH.sub(lambda m: m.group(0)[len(root_text):] if m.group(0).startswith(root_text) else m.group(1),
                              text)
@@ -58,7 +62,7 @@ def describe(error: BaseException, frames: int = FRAMES) -> str:
     if summary:
         lines.append(f"{HEADER}{len(summary)} frames):")
         lines += [f"  {short_path(f.filename)}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in summary]
-    return redact("\n".join(lines))
+    return redact("\n".join(lines), paths=False)  # the frames' paths are short already
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,14 +82,14 @@ HEAD = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|F
 def parse(message: str, environ: Mapping[str, str] | None = None, extra: tuple[str, ...] = ()) -> Failure:
     """A recorded message as :class:`Failure`, cleaned again (:func:`redact`). Understands this module's
     messages and Python's own ``Traceback (most recent call last):`` blocks."""
-    message = redact(message or "", environ, extra)
+    message = redact(message or "", environ, extra, paths=False)
     head, tail = message, ""
     for marker in ("\n" + HEADER, "\nTraceback (most recent call last):"):
         if marker in message:
             head, _, tail = message.partition(marker)
             tail = marker.strip() + tail
             break
-    lines = [line.rstrip() for line in tail.splitlines()[1:] if line.strip()]
+    lines = [redact(line.rstrip(), {}, paths=True) for line in tail.splitlines()[1:] if line.strip()]
     if lines and HEAD.match(lines[-1].strip()) and not head.strip():
         head = lines.pop().strip()
     match = HEAD.match(head.strip())

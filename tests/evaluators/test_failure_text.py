@@ -40,6 +40,7 @@ def test_redact_removes_secret_environment_values_url_credentials_and_outside_pa
     assert " functional.py " in clean and "/usr/lib" not in clean
     assert " evaluators/training.py;" in clean
     assert "abc stays" in clean  # too short to be treated as a secret
+    assert "/usr/lib/python3.11" in redact(text, environ, paths=False)  # a message's own paths stay
 
 
 def test_parse_reads_back_new_messages_and_old_python_tracebacks():
