@@ -44,7 +44,8 @@ def redact(text: str, environ: Mapping[str, str] | None = None, extra: tuple[str
     credentials) and, with ``paths``, with absolute paths outside the project cut to their file name (a
     traceback's; an exception's own message keeps its paths: "no dataset in /data/cifar10" must name it)."""
     environ = os.environ if environ is None else environ
-    secrets = [v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 6] + [v for v in extra if v and len(v) >= 6]
+    named = [value for name, value in environ.items() if SECRET_NAME.search(name)]
+    secrets = [value for value in [*named, *extra] if value and len(value) >= 6]  # shorter: too common to hide
     for value in sorted(set(secrets), key=len, reverse=True):
         text = text.replace(value, REDACTED)
     text = URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + "@", text)

@@ -3,8 +3,9 @@ the API and ``manage.py node`` show it.
 
 A node's state is written to the database (what outlives Redis) and to Redis (what every worker slot and loop
 reads, ``webapp.messaging.node_state``); the control worker's reaper writes the database's copy back after a
-Redis restart (``webapp.control.registry.restore_node_states``). Only a staff user, or the owner of every search the node serves (its running
-evaluations, and the running searches of its pools) may change it; everyone sees it.
+Redis restart (``webapp.control.registry.restore_node_states``). Only a staff user, or the owner of every
+search the node serves (its running evaluations, and the running searches of its pools) may change it; everyone
+sees it.
 """
 from __future__ import annotations
 
