@@ -1,6 +1,7 @@
 from django.urls import path
 
-from webapp.dashboard import api, architecture_form, assets, downloads, pages, weights_form, weights_pages
+from webapp.dashboard import (api, architecture_form, assets, downloads, node_views, pages, weights_form,
+                              weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -22,6 +23,9 @@ urlpatterns = [
     path("searches/<int:search_id>/individuals/<int:number>/architecture.zip", downloads.individual_zip,
          name="download-individual"),
     path("nodes/", pages.node_list, name="nodes"),
+    path("nodes/<str:node>/<str:action>/", node_views.node_action, name="node-action"),
+    path("api/nodes/", node_views.api_nodes, name="api-nodes"),
+    path("api/nodes/<str:node>/<str:action>/", node_views.api_node_action, name="api-node-action"),
     path("api/searches/", api.searches, name="api-searches"),
     path("api/searches/<int:search_id>/", api.search, name="api-search"),
     path("api/searches/<int:search_id>/snapshot/", api.snapshot, name="api-snapshot"),
