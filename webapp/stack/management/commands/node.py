@@ -11,10 +11,10 @@ nothing is changed then.
 """
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.services import node_control
+from webapp.stack.users import acting_user
 
 
 class Command(BaseCommand):
@@ -50,13 +50,4 @@ class Command(BaseCommand):
                               f"{','.join(row['pools']):<12} {row['changed_by']}")
 
     def user(self, username: str | None):
-        users = get_user_model()
-        if username:
-            try:
-                return users.objects.get(username=username)
-            except users.DoesNotExist:
-                raise CommandError(f"no user {username!r}") from None
-        first = users.objects.filter(is_superuser=True).order_by("pk").first()
-        if first is None:
-            raise CommandError("no user yet: pass --as, or create one (`manage.py createsuperuser`, or run `up` once)")
-        return first
+        return acting_user(username, "--as")
