@@ -19,6 +19,8 @@ from webapp.searches.models import Individual, Search
 SHOWN = 200
 #: The panel before any individual reported a point of its curve (a failed one reports none).
 NO_CURVES = "No learning curve yet"
+#: An individual's page while it waits to run or runs before its first epoch's report.
+CURVE_WAITS = "No learning curve yet: it waits for the first epoch's validation report."
 Z90 = 1.6448536269514722
 STYLES = {
     "running": {"color": "rgba(230, 145, 30, 0.9)", "width": 2},

@@ -13,11 +13,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 from webapp.dashboard import architecture, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.beliefs_chart import beliefs_kind
-from webapp.dashboard.curve_chart import individual_curve
+from webapp.dashboard.curve_chart import CURVE_WAITS, individual_curve
 from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
-from webapp.searches.models import Search
+from webapp.searches.models import Individual, Search
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.services import exports, lifecycle, node_control, nodes, queries
 from webapp.stack.health import system_status
@@ -145,6 +145,9 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "schedule": schedule_view(individual.metrics),
         "traffic": display.traffic(individual.metrics or {}),
         "failure": failure_view(individual),
+        # "lost, retrying (attempt 2)" rather than a bare "queued": the table's words (issue 36, item 7).
+        "state": queries.shown_state(individual.status, individual.dispatched, search.status, individual.attempts),
+        "curve_waits": CURVE_WAITS if not individual.curve and individual.status not in Individual.FINAL else "",
     })
 
 
