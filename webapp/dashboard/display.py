@@ -96,3 +96,18 @@ def traffic(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("compute / communication", f"{seconds(times['compute'])} / {seconds(times['communicate'])}"
                      + (f" ({100 * times['communicate'] / total:.0f}% communicating)" if total else "")))
     return rows
+
+
+def percent(value: float | None, decimals: int = 1) -> str:
+    return DASH if value is None else f"{100 * value:.{decimals}f}%"
+
+
+def scaling_rows(scaling: dict[str, Any]) -> list[dict[str, str]]:
+    """The search page's gang scaling (``webapp.services.scaling.gang_scaling``) as its table shows it."""
+    return [{"size": str(row["size"]), "compression": row["compression"], "evaluations": str(row["evaluations"]),
+             "step": seconds(row["step_seconds"]), "communicating": percent(row["communicate_share"], 0),
+             "sent": DASH if row["sent_per_step"] is None else
+             f"{size(row['sent_per_step'])} of {size(row['dense_per_step'])} ({percent(row['sent_share'], 2)})",
+             "speed": DASH if row["speed"] is None else f"{row['speed']:.2f}x ({percent(row['speed'] / row['size'], 0)}"
+                                                        " per device)"}
+            for row in scaling["rows"]]

@@ -19,7 +19,7 @@ from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.models import Individual, Search
 from webapp.searches.pruning_stats import describe as describe_pruning
-from webapp.services import exports, lifecycle, node_control, nodes, queries
+from webapp.services import exports, lifecycle, node_control, nodes, queries, scaling
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -83,12 +83,14 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
     """An architecture search's live page (the kind ``architecture``); a draft opens in its form."""
     if search.status == Search.Status.DRAFT:
         return redirect("search-edit", search_id=search.pk)
+    gangs = scaling.gang_scaling(search)
     return render(request, "dashboard/search_detail.html", {
         "search": search, "row": queries.search_row(search), "nodes": queries.nodes_of(search),
         "config_json": json.dumps(search.config, indent=2), "multi": bool(queries.objectives_of(search)),
         "beliefs": beliefs_kind(search),
         "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
         "pruning_text": describe_pruning(search.stats),
+        "scaling": gangs, "scaling_rows": display.scaling_rows(gangs),
         "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
         if search.status == Search.Status.RUNNING else "",
     })
