@@ -21,6 +21,7 @@ from evaluators.catalog import VALIDATION_FRACTION
 from evaluators.model_source import standalone_source
 from nas.spaces import space_from_config
 from webapp.searches.models import Event, Individual, Search, Weights
+from webapp.searches.data_config import dataset_argument
 from webapp.searches.ranking import best_individuals
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def genome_document(search: Search, individual: Individual) -> dict[str, Any]:
     """The genome with what is needed to rebuild and judge it (space, dataset, training, results)."""
     return {
         "search": search.pk, "search_name": search.name, "number": individual.number, "key": individual.key,
-        "genome": individual.genome, "space": search.config["space"], "dataset": search.config["dataset"],
+        "genome": individual.genome, "space": search.config["space"], "dataset": dataset_argument(search.config),
         "training": search.config["training"], "description": individual.description,
         "fitness": individual.fitness, "metrics": individual.metrics, "node": individual.node,
         "device": individual.device,
@@ -149,7 +150,7 @@ def architecture_files(search: Search, individual: Individual) -> dict[str, byte
         files["model.py"] = stored.source.encode()
     else:
         try:
-            files["model.py"] = standalone_source(individual.genome, search.config["space"], search.config["dataset"],
+            files["model.py"] = standalone_source(individual.genome, search.config["space"], dataset_argument(search.config),
                                                   normalization_of(individual)).encode()
         except Exception as error:  # one architecture that does not build must not spoil the download
             log.warning("no source for individual %s of search %s: %s", individual.number, search.pk, error)

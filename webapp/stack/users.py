@@ -18,3 +18,19 @@ def ensure_local_user(username: str) -> str | None:
     password = os.environ.get("NAS_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
     users.objects.create_superuser(username=username, email="", password=password)
     return password
+
+
+def command_owner(username: str | None):
+    """The user a management command acts for: ``username``, else the first superuser; ``CommandError`` if none."""
+    from django.core.management.base import CommandError
+
+    users = get_user_model()
+    if username:
+        try:
+            return users.objects.get(username=username)
+        except users.DoesNotExist:
+            raise CommandError(f"no user {username!r}") from None
+    first = users.objects.filter(is_superuser=True).order_by("pk").first()
+    if first is None:
+        raise CommandError("no user yet: pass --owner, or create one (`manage.py createsuperuser`, or run `up` once)")
+    return first

@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
@@ -36,6 +35,7 @@ from webapp.searches.config import ConfigError
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.searches.models import Search
 from webapp.services.progress_line import progress_line
+from webapp.stack.users import command_owner
 
 ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
 
@@ -279,13 +279,4 @@ class Command(BaseCommand):
             raise CommandError(f"no search {search_id} (see `manage.py search list`)") from None
 
     def owner(self, username: str | None):
-        users = get_user_model()
-        if username:
-            try:
-                return users.objects.get(username=username)
-            except users.DoesNotExist:
-                raise CommandError(f"no user {username!r}") from None
-        first = users.objects.filter(is_superuser=True).order_by("pk").first()
-        if first is None:
-            raise CommandError("no user yet: pass --owner, or create one (`manage.py createsuperuser`, or run `up` once)")
-        return first
+        return command_owner(username)
