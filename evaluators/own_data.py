@@ -10,7 +10,8 @@ a worker: its digest checked against the registered one, its images decoded once
 
 Memory: the decoded set is kept per worker process as ``uint8`` (N*C*S*S bytes, S the input size; floats for
 an ``npz`` of floats), cached by digest and size, and the split's float32 tensors take N*C*S*S*4 bytes on the
-evaluation's device: 10,000 RGB images at 64x64 are 123 MB of floats. Sets larger than memory are not supported
+evaluation's device: 10,000 RGB images at 64x64 are 492 MB of floats (123 MB of bytes; loading briefly holds
+two more float copies on the CPU). Sets larger than memory are not supported
 this round (there is no per-batch decoding).
 """
 from __future__ import annotations
