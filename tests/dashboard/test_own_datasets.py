@@ -148,3 +148,15 @@ def test_the_web_side_imports_no_torch():
             "django.setup(); import webapp.services.datasets, webapp.dashboard.dataset_views, evaluators.data_files; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_best_zip_files_for_a_registered_set():
+    from webapp.services.predict_script import prediction_files
+
+    assert prediction_files({"dataset": "digits"}) == {}
+    files = prediction_files({"dataset": "parts", "data": {"input_size": 24},
+                              "registered": {"name": "parts", "channels": 3, "classes": ["ok", "scratch"]}})
+    assert json.loads(files["classes.json"]) == ["ok", "scratch"]
+    source = files["predict.py"].decode()
+    compile(source, "predict.py", "exec")
+    assert "SIZE, MODE = 24, 'RGB'" in source

@@ -3,12 +3,16 @@ corrupt), registered by path, and a search that names it trained by one CPU eval
 folder, checks its digest and fits the images to the search's input size."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import zipfile
+
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, finished, launched, owner
 from tests.evaluators.digit_folders import write_digit_folders
 from webapp.searches.models import Individual, Search
-from webapp.services import datasets
+from webapp.services import datasets, exports
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +38,22 @@ def test_a_search_trains_on_a_folder_registered_by_path(stack, tmp_path, setting
     assert all(i.status == Individual.Status.DONE for i in individuals), [i.message for i in individuals]
     assert max(i.fitness for i in individuals) > 0.5  # ten classes: chance is 0.1
     print(f"registered png digits: accuracies {[round(i.fitness, 3) for i in individuals]}")
+    # The best zip's predict.py prints each new image's class name, and scores class folders.
+    with open(tmp_path / "best.zip", "wb") as out:
+        names = exports.best_zip(search, 1, out)
+    assert any(name.endswith("/predict.py") for name in names) and any(n.endswith("/classes.json") for n in names)
+    with zipfile.ZipFile(tmp_path / "best.zip") as archive:
+        archive.extractall(tmp_path / "best")
+    folder = next((tmp_path / "best").glob("rank01_*"))
+    new = write_digit_folders(tmp_path / "new", per_class=15, corrupt=False)
+    run = subprocess.run([sys.executable, "predict.py", str(new)], cwd=folder, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 151 and lines[0].startswith("digit_0/0000.png\tdigit_"), lines[:3]
+    accuracy = float(lines[-1].split()[1])
+    assert lines[-1].endswith("on 150 images in class folders") and accuracy > 0.5, lines[-1]
+    print(f"predict.py on 150 new PNGs: {lines[-1]}")
 
 
 def test_a_changed_folder_fails_each_individual_naming_worker_and_path(stack, tmp_path, settings):

@@ -22,6 +22,7 @@ from evaluators.model_source import standalone_source
 from nas.spaces import space_from_config
 from webapp.searches.models import Event, Individual, Search, Weights
 from webapp.searches.data_config import dataset_argument
+from webapp.services.predict_script import prediction_files
 from webapp.searches.ranking import best_individuals
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,7 @@ def architecture_files(search: Search, individual: Individual) -> dict[str, byte
         files["weights.pt"] = bytes(stored.data)
         if stored.onnx:
             files["model.onnx"] = bytes(stored.onnx)
+        files.update(prediction_files(search.config))  # a registered set: predict.py prints class names
     return files
 
 
@@ -237,6 +239,9 @@ def _write_architecture(archive: zipfile.ZipFile, prefix: str, search: Search, i
     files = architecture_files(search, individual)
     if "weights.pt" in files:
         script = _scoring_script(search, individual)
+        if "predict.py" in files:
+            script = ("\nPredict the class of each image under a folder (class folders also score it):\n\n"
+                      "    python predict.py FOLDER\n")
         if script:
             files["README.txt"] = (f"{individual.description}\n" + script).encode()
     for name, data in files.items():
