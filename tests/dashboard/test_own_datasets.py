@@ -160,3 +160,20 @@ def test_best_zip_files_for_a_registered_set():
     source = files["predict.py"].decode()
     compile(source, "predict.py", "exec")
     assert "SIZE, MODE = 24, 'RGB'" in source
+
+
+def test_the_form_offers_the_users_sets(root, users, client):
+    from webapp.dashboard.architecture_form import DEFAULTS
+    from webapp.searches.models import Search
+
+    datasets.register(users["owner"], "mine", str(root / "digits"))
+    client.force_login(users["owner"])
+    assert "mine (registered)" in client.get(reverse("search-create")).content.decode()
+    response = client.post(reverse("search-create"), {**DEFAULTS, "name": "on mine", "dataset": "mine"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    search = Search.objects.get(name="on mine")
+    assert search.config["registered"]["name"] == "mine" and search.config["data"]["input_size"] == 32
+    client.force_login(users["other"])
+    assert "mine (registered)" not in client.get(reverse("search-create")).content.decode()
+    refused = client.post(reverse("search-create"), {**DEFAULTS, "name": "theirs", "dataset": "mine"})
+    assert refused.status_code == 400 and not Search.objects.filter(name="theirs").exists()

@@ -8,22 +8,23 @@ import numpy as np
 from PIL import Image
 
 
-def digit_images(classes: tuple[int, ...] = tuple(range(10)), per_class: int | None = None):
+def digit_images(classes: tuple[int, ...] = tuple(range(10)), per_class: int | None = None, skip: int = 0):
     from sklearn.datasets import load_digits
 
     digits = load_digits()
     pixels = (digits.images * (255 / 16)).astype(np.uint8)
     for label in classes:
-        members = np.flatnonzero(digits.target == label)[:per_class]
+        members = np.flatnonzero(digits.target == label)[skip:][:per_class]
         yield label, pixels[members]
 
 
 def write_digit_folders(root: Path, classes: tuple[int, ...] = tuple(range(10)), per_class: int | None = None,
-                        corrupt: bool = True, rgb_class: int | None = None) -> Path:
+                        corrupt: bool = True, rgb_class: int | None = None, skip: int = 0) -> Path:
     """``root/digit_<k>/<i>.png``: every third image resized to 12x12, one text file named ``.png`` when
-    ``corrupt``; ``rgb_class``'s images saved in colour (a mixed set)."""
+    ``corrupt``; ``rgb_class``'s images saved in colour (a mixed set); the first ``skip`` of each class left out
+    (kept for a held-out folder)."""
     root.mkdir(parents=True, exist_ok=True)
-    for label, images in digit_images(classes, per_class):
+    for label, images in digit_images(classes, per_class, skip):
         folder = root / f"digit_{label}"
         folder.mkdir(exist_ok=True)
         for i, pixels in enumerate(images):
