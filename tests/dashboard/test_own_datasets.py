@@ -177,3 +177,14 @@ def test_the_form_offers_the_users_sets(root, users, client):
     assert "mine (registered)" not in client.get(reverse("search-create")).content.decode()
     refused = client.post(reverse("search-create"), {**DEFAULTS, "name": "theirs", "dataset": "mine"})
     assert refused.status_code == 400 and not Search.objects.filter(name="theirs").exists()
+
+
+def test_a_set_moved_away_is_refused_at_launch(root, users):
+    import shutil
+
+    datasets.register(users["owner"], "mine", str(root / "digits"))
+    search = lifecycle.create_search(users["owner"], "on mine", {**CONFIG, "dataset": "mine",
+                                                                 "evaluation": {"mode": "train"}})
+    shutil.rmtree(root / "digits")
+    with pytest.raises(lifecycle.ActionError, match="not readable here: .*digits does not exist"):
+        lifecycle.launch(search)
