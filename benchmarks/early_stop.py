@@ -156,11 +156,12 @@ HEADERS = ["pruner", "epochs trained (mean)", "fewer epochs than none (mean rati
            "coverage of its 90% intervals", "cost per report (us, median)", "audit: false stops / audited"]
 
 
-def checks(runs: dict[str, list[dict[str, Any]]]) -> tuple[list[str], bool]:
-    """The issue's checks of ``curve`` at its defaults on one mix: the cells and whether all passed."""
+def checks(runs: dict[str, list[dict[str, Any]]], names: tuple[str, ...] = SHAPES) -> tuple[list[str], bool]:
+    """The issue's checks of ``curve`` at its defaults on one mix (its shapes ``names``): the cells and whether all
+    passed."""
     curve, base = runs["curve"], runs["none"]
     overall = _coverage(curve)
-    shapes = [c for c in (_coverage(curve, s) for s in SHAPES) if c is not None]
+    shapes = [c for c in (_coverage(curve, s) for s in names) if c is not None]
     best = statistics.mean(r["best_stopped"] for r in curve)
     gap = statistics.mean(100 * (b["best"] - r["best"]) for r, b in zip(curve, base))
     ratio = statistics.mean(b["epochs"] / r["epochs"] for r, b in zip(curve, base))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evaluators.budget import TrainingBudget
+from evaluators.compression import parse_compression
 from evaluators.reporting import Report, safe
 from evaluators.result import EvaluationResult, MalformedResult
 from nas.spaces import space_from_config, space_to_config
@@ -77,9 +78,11 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
                      startup_seconds: float = 180.0, stall_seconds: float | None = None, threads: int | None = None,
                      poll: float = 0.1, fault: str | None = None, export_to: str | os.PathLike | None = None,
                      weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
-                     report: Report | None = None, report_every: int | None = None) -> EvaluationResult:
+                     report: Report | None = None, report_every: int | None = None,
+                     compression: Any = None) -> EvaluationResult:
     """Train ``genome`` on the ``devices`` of this host (one rank each; ``cpu`` may repeat) and return rank 0's
-    result; never raises. ``fault``, ``export_to``, ``weights_to``, ``latency``, ``report`` and ``report_every``
+    result; never raises. ``compression``: how the ranks exchange gradients (``evaluation.compression``, see
+    :mod:`evaluators.compression`; ``None``: dense). ``fault``, ``export_to``, ``weights_to``, ``latency``, ``report`` and ``report_every``
     are :func:`evaluators.evaluate.evaluate`'s. ``on_ranks`` receives the ranks' process ids and the gang's folder
     once they are started (where ``training.<rank>`` appears after a rank's first step; tests use it);
     ``threads``: PyTorch threads per CPU rank (default: this host's cores shared out among the ranks)."""
@@ -89,6 +92,7 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
         budget = training if isinstance(training, TrainingBudget) else TrainingBudget.from_dict(training)
         space_config = space if isinstance(space, dict) else space_to_config(space)
         space_from_config(space_config).validate(genome)
+        compression = parse_compression(compression).to_config()
         if not devices:
             raise ValueError("a gang needs at least one device")
         if len({d.split(":")[0] for d in devices}) > 1:
@@ -101,7 +105,8 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
            "collective_timeout": collective_timeout,
            "threads": threads or max(1, (os.cpu_count() or 1) // len(devices)),
            "fault": fault, "export_to": None if export_to is None else str(export_to), "weights": weights_to is not None,
-           "latency": latency, "report": report is not None, "report_every": report_every}
+           "latency": latency, "report": report is not None, "report_every": report_every,
+           "compression": compression}
     (folder / "job.json").write_text(json.dumps(job))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(job["threads"])}

@@ -23,6 +23,7 @@ from evaluators.builders import architecture, as_space
 from evaluators.datasets import load_dataset
 from evaluators.ranks import Ranks
 from evaluators.reporting import Report
+from evaluators.failure_text import describe
 from evaluators.result import PRUNED, EvaluationResult
 from evaluators.training import Diverged, Stopped, TimedOut, finite, fit, make_optimizer
 
@@ -180,7 +181,7 @@ def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | Traini
     except (torch.OutOfMemoryError, MemoryError) as error:
         failure = ("oom", f"{type(error).__name__}: {error}".strip())
     except Exception as error:  # a bug or a broken dataset is a result too, never a dead worker
-        failure = ("oom" if _is_oom(error) else "error", f"{type(error).__name__}: {error}")
+        failure = ("oom" if _is_oom(error) else "error", describe(error))  # with its traceback's last frames
     # Recovery happens here, outside the except blocks: by now the exception and its traceback (whose frames
     # hold the activations) are released, so freeing the model really frees the memory.
     held.clear()

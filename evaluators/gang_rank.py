@@ -33,6 +33,7 @@ import torch.distributed as dist
 
 from evaluators import measure
 from evaluators.evaluate import evaluate_on_ranks
+from evaluators.compression import parse_compression
 from evaluators.lifetime import die_with_parent
 from evaluators.ranks import Gang
 from evaluators.result import EvaluationResult
@@ -47,8 +48,9 @@ SHARED_FAILURES = ("stopped", "timeout", "diverged", "invalid")
 class FolderGang(Gang):
     """A rank of a gang whose outside world is its folder."""
 
-    def __init__(self, device: torch.device, rank: int, devices: list[str], folder: Path, answer_seconds: float):
-        super().__init__(device, rank, devices)
+    def __init__(self, device: torch.device, rank: int, devices: list[str], folder: Path, answer_seconds: float,
+                 compression: Any = None):
+        super().__init__(device, rank, devices, parse_compression(compression))
         self.folder, self.answer_seconds = folder, answer_seconds
         self.steps = 0
         self.touched = 0.0
@@ -119,7 +121,8 @@ def main(argv: list[str]) -> int:
     store = dist.FileStore(str(folder / "rendezvous"), world)
     timeout = float(job["collective_timeout"])
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=dt.timedelta(seconds=timeout))
-    ranks = FolderGang(measure.resolve_device(device), rank, job["devices"], folder, answer_seconds=timeout / 2)
+    ranks = FolderGang(measure.resolve_device(device), rank, job["devices"], folder, answer_seconds=timeout / 2,
+                       compression=job.get("compression"))
     result = _run(job, ranks)
     if result.failure is not None and result.failure not in SHARED_FAILURES:
         print(f"{result.failure}: {' '.join(result.message.split())}", file=sys.stderr)

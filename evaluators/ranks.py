@@ -7,7 +7,9 @@ world size, so that at world size 1 each such step is a no-op and the loop is th
 - :class:`Gang` is one rank of a process group that is already initialised (``torch.distributed``, gloo between
   CPU ranks, NCCL between GPUs): the model is wrapped in ``DistributedDataParallel`` (which averages the
   gradients), every step agrees on the stop and deadline flags and the loss, validation is split across the
-  ranks and summed. How a gang is started and watched is :mod:`evaluators.data_parallel`'s business.
+  ranks and summed. How a gang is started and watched is :mod:`evaluators.data_parallel`'s business. Its
+  gradients go through the configured compression's communication hook (:mod:`evaluators.comm_hooks`), which
+  counts what each rank sends (:meth:`Gang.traffic`).
 
 Same global batch, same learning rate: each step every rank draws the same global batch of ``batch_size`` images
 (one shuffled order from the budget's seed) and trains on its ``1/world`` slice; the averaged gradient is the
@@ -15,9 +17,13 @@ whole batch's, so the optimizer step is the one-device step.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from evaluators.compression import Compression
 
 
 class Ranks:
@@ -71,13 +77,22 @@ class Ranks:
     def stepped(self) -> None:
         """Called after every training step (a gang's ranks show they are alive)."""
 
+    def traffic(self) -> dict[str, Any]:
+        """What the ranks sent to each other during the training, summed over the ranks (nothing on one
+        device): ``bytes_sent``, ``bytes_dense``, ``kept`` (share of gradient values sent), ``balance``,
+        ``compression``, ``ranks`` and ``communicate`` (seconds in the exchange, the slowest rank's)."""
+        return {}
+
 
 class Gang(Ranks):
     """Rank ``rank`` of ``devices`` (one rank each), in a process group already initialised."""
 
-    def __init__(self, device: torch.device, rank: int, devices: list[str]) -> None:
+    def __init__(self, device: torch.device, rank: int, devices: list[str],
+                 compression: Compression | None = None) -> None:
         super().__init__(device)
         self.rank, self.world, self.devices = rank, len(devices), devices
+        self.compression = compression or Compression()
+        self.sent = None  # the wrapped model's traffic (evaluators.sparse_allreduce.Traffic)
         if device.type == "cuda":
             torch.cuda.set_device(device)
 
@@ -86,8 +101,27 @@ class Gang(Ranks):
         return ",".join(self.devices)
 
     def wrap(self, model: nn.Module) -> nn.Module:
-        return nn.parallel.DistributedDataParallel(model, device_ids=[self.device.index]
-                                                   if self.device.type == "cuda" else None)
+        from evaluators.comm_hooks import register
+
+        wrapped = nn.parallel.DistributedDataParallel(model, device_ids=[self.device.index]
+                                                      if self.device.type == "cuda" else None)
+        if self.world > 1:  # a gang of one exchanges nothing: its gradients stay exactly as computed
+            self.sent = register(wrapped, self.compression, self.world, self.device)  # fresh residuals each time
+        return wrapped
+
+    def traffic(self) -> dict[str, Any]:
+        if self.sent is None:
+            return {}
+        mine = self.sent.summary()
+        sums = torch.tensor([mine["bytes_sent"], mine["bytes_dense"], mine["values_sent"], mine["values_total"]],
+                            dtype=torch.float64, device=self.device)
+        dist.all_reduce(sums)
+        most = torch.tensor([mine["seconds"], mine["balance"] or 0.0], dtype=torch.float64, device=self.device)
+        dist.all_reduce(most, op=dist.ReduceOp.MAX)
+        return {"bytes_sent": int(sums[0]), "bytes_dense": int(sums[1]),
+                "kept": float(sums[2] / sums[3]) if sums[3] > 0 else None,
+                "balance": float(most[1]) if mine["balance"] is not None else None,
+                "communicate": float(most[0]), "compression": self.compression.kind, "ranks": self.world}
 
     def agree(self, stop: bool, late: bool, loss: torch.Tensor) -> tuple[bool, bool, torch.Tensor]:
         flags = torch.stack([torch.tensor(float(stop), dtype=torch.float64, device=self.device),

@@ -51,7 +51,10 @@ class EvaluationResult:
         metrics: named values: ``accuracy``, ``params``, ``flops``, ``latency_ms``, ``epochs``, ... Numbers are
             objectives a multi-objective strategy may use; strings (such as ``weights_error``) are notes.
         curve: one point per epoch: ``epoch``, ``train_loss``, ``val_loss``, ``val_accuracy``.
-        timings: seconds per phase (``data``, ``build``, ``train``, ``validate``, ``total``, ...).
+        timings: seconds per phase (``data``, ``build``, ``train``, ``validate``, ``total``, ...); a gang's ``train``
+            splits into ``communicate`` (its gradient exchange) and ``compute``, and its metrics hold
+            ``bytes_sent`` and ``bytes_dense`` (all ranks, whole evaluation), ``kept``, ``balance``, ``compression``
+            and ``ranks`` (``evaluators.ranks.Gang.traffic``).
         device: where it ran (``cpu``, ``cuda:0``, ``simulated``).
         peak_memory_bytes: the device's peak allocation during the evaluation, when measured.
         normalization: per-channel ``mean`` and ``std`` that turn the dataset's raw images (as its usual loader

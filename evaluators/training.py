@@ -183,7 +183,9 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
 
     ``on_point(step, epoch, metrics) -> stop`` is called every ``report_every`` training steps (each epoch's end
     when ``None``) with the validation metrics there; ``True`` stops the training at that point and sets
-    ``report["stopped"]`` (a pruned result). On a gang, every rank validates at the same points and the
+    ``report["stopped"]`` (a pruned result). A gang adds what its ranks sent (``bytes_sent``, ``bytes_dense``,
+    ``kept``, ``balance``, ``compression``) to the metrics, and the train time split into ``communicate`` and
+    ``compute`` to the timings. On a gang, every rank validates at the same points and the
     leader's answer stops them all at the same step; ``on_point`` must then be given on every rank (only the
     leader's is asked).
     """
@@ -240,6 +242,11 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
     report["metrics"]["steps"] = trained
     images = trained * (batch // ranks.world) * ranks.world
     report["metrics"]["images_per_second"] = images / max(report["timings"]["train"], 1e-9)
+    traffic = ranks.traffic()  # every rank gets here at the same point: a gang sums its ranks' counts
+    if traffic:
+        report["timings"]["communicate"] = communicate = traffic.pop("communicate")
+        report["timings"]["compute"] = max(report["timings"]["train"] - communicate, 0.0)
+        report["metrics"].update(traffic)
 
 
 def synchronize(device: torch.device) -> None:

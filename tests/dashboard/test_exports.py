@@ -32,6 +32,25 @@ def test_csv_has_one_row_per_individual_and_a_stable_header(search):
     assert again.getvalue() == out.getvalue()
 
 
+GANG = {"compression": "segment_topk", "bytes_sent": 2400, "bytes_dense": 80000, "kept": 0.0125, "ranks": 2,
+        "steps": 10, "balance": 1.0, "timings": {"train": 2.0, "communicate": 0.5, "compute": 1.5}}
+
+
+def test_csv_has_a_gangs_bytes_in_columns_of_their_own(search):
+    from webapp.searches.models import Individual
+
+    individual = Individual.objects.get(search=search, number=4)
+    individual.metrics = {**(individual.metrics or {}), **GANG}
+    individual.save()
+    out = io.StringIO()
+    exports.individuals_csv(search, out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert rows[4]["bytes_sent"] == "2400" and rows[4]["bytes_dense"] == "80000" and rows[4]["kept"] == "0.0125"
+    assert rows[4]["compression"] == "segment_topk" and rows[4]["timing_communicate"] == "0.5"
+    assert rows[5]["bytes_sent"] == rows[5]["bytes_dense"] == ""  # not a gang
+    assert "metric_bytes_sent" not in rows[4]
+
+
 def test_events_as_json_lines(search):
     out = io.StringIO()
     assert exports.events_jsonl(search, out) == 10

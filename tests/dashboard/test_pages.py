@@ -71,6 +71,21 @@ def test_individual_page_says_when_its_trained_weights_are_kept(owner_client, se
     assert "genome, PyTorch source, trained weights, ONNX" in html
 
 
+def test_individual_page_shows_a_gangs_gradient_exchange(owner_client, search):
+    from webapp.searches.models import Individual
+
+    from tests.dashboard.test_exports import GANG
+
+    individual = Individual.objects.get(search=search, number=4)
+    assert 'id="traffic"' not in owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    individual.metrics = {**(individual.metrics or {}), **GANG}
+    individual.save()
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, 4])).content.decode()
+    assert 'id="traffic"' in html and "segment_topk" in html
+    assert "120 B against 4.00 kB dense (3.00%)" in html  # per rank and step
+    assert "1.25%" in html and "(25% communicating)" in html
+
+
 def test_the_form_defaults_are_a_short_real_digits_search():
     form = SearchForm(data={k: v for k, v in DEFAULTS.items()})
     assert form.is_valid(), form.errors
@@ -119,6 +134,19 @@ def test_every_invalid_value_gets_its_own_error_and_nothing_is_saved(owner_clien
     for field in ("population", "epochs", "learning_rate", "pool", "batch_size", "seed", "dataset", "name",
                   "keep_weights"):
         assert f'id="error-{field}"' in html, field
+    assert Search.objects.count() == 0
+
+
+def test_the_form_offers_a_gangs_compression_and_refuses_a_bad_one_at_its_field(owner_client):
+    good = SearchForm(data={**DEFAULTS, "name": "sparse", "compression": "segment_topk:0.01"})
+    assert good.is_valid(), good.errors
+    assert good.config["evaluation"]["compression"] == {"kind": "segment_topk", "ratio": 0.01}
+    assert SearchForm.initial_from("sparse", good.config)["compression"] == "segment_topk:0.01"
+    for text, words in (("segment_topk:2", "ratio must be a number in (0, 1]"), ("powersgd:x", "is not a number"),
+                        ("gzip", "the kinds are none, segment_topk, powersgd, fp16")):
+        response = owner_client.post(reverse("search-create"), {**DEFAULTS, "name": "bad", "compression": text})
+        assert response.status_code == 400 and 'id="error-compression"' in response.content.decode(), text
+        assert words in response.content.decode(), text
     assert Search.objects.count() == 0
 
 

@@ -46,6 +46,10 @@ def test_a_partial_section_keeps_the_defaults_of_the_rest():
     ({"evaluation": {"mode": "train", "duration": 3}}, "evaluation.duration"),
     ({"evaluation": {"mode": "simulated", "duration": -1}}, "evaluation.duration"),
     ({"evaluation": {"mode": "simulated", "faults": {"kill": "all"}}}, "evaluation.faults"),
+    ({"evaluation": {"mode": "train", "compression": {"kind": "segment_topk", "ratio": 0}}}, "evaluation.compression"),
+    ({"evaluation": {"mode": "train", "compression": {"kind": "powersgd", "rank": 1.5}}}, "evaluation.compression"),
+    ({"evaluation": {"mode": "train", "compression": "zip"}}, "evaluation.compression"),
+    ({"evaluation": {"mode": "simulated", "compression": "fp16"}}, "evaluation.compression"),
     ({"pool": "eval queue!"}, "pool"),
     ({"strategy": {"name": "reinforce", "params": {"objectives": [["accuracy", "max"], ["params", "min"]]}}},
      "strategy.params.objectives"),
@@ -128,3 +132,27 @@ def test_the_readme_documents_every_field_with_its_bounds():
     assert [name for name in sorted(names) if f"`{name}`" not in section and f".{name}`" not in section] == []
     for bound in ("1 to 1,000,000", "2 to 10,000", "1 to 64 layers", "0 to 2^32 - 1", "1 to 1,000", "0 to 100"):
         assert bound in section, bound
+
+
+@pytest.mark.parametrize("value, stored", [
+    ("none", "none"), ("fp16", "fp16"), ({"kind": "segment_topk"}, {"kind": "segment_topk", "ratio": 0.01}),
+    ({"kind": "segment_topk", "ratio": 1}, {"kind": "segment_topk", "ratio": 1.0}),
+    ({"kind": "powersgd", "rank": 4.0}, {"kind": "powersgd", "rank": 4}),
+])
+def test_a_gangs_compression_is_stored_checked(value, stored):
+    config = check_config({"evaluation": {"mode": "train", "devices": 2, "compression": value}})
+    assert config["evaluation"]["compression"] == stored
+    assert "compression" not in check_config({"evaluation": {"mode": "train"}})["evaluation"]  # dense
+
+
+@pytest.mark.parametrize("value, words", [
+    ({"kind": "segment_topk", "ratio": 1.5}, "ratio must be a number in (0, 1]"),
+    ({"kind": "powersgd", "rank": 0}, "rank must be a positive integer"),
+    ({"kind": "topk"}, "the kinds are none, segment_topk, powersgd, fp16"),
+    ({"kind": "fp16", "ratio": 0.1}, "fp16 takes kind only"),
+    (3, "must be a name"),
+])
+def test_a_bad_compression_says_what_is_allowed(value, words):
+    with pytest.raises(ConfigError) as error:
+        check_config({"evaluation": {"mode": "train", "compression": value}})
+    assert error.value.field == "evaluation.compression" and words in str(error.value)

@@ -92,3 +92,36 @@ def test_a_gang_search_prunes_keeps_weights_and_exports_as_one_device_does(stack
     prefix = f"rank01_n{best.number}"
     assert {f"{prefix}/{name}" for name in ("weights.pt", "model.py", "model.onnx")} <= set(archive.namelist())
     assert score_as_the_readme_says(archive, prefix, tmp_path) == pytest.approx(best.fitness, abs=0.005)
+
+
+def test_a_compressed_gang_search_records_its_bytes_against_dense(stack):
+    """``evaluation.compression`` reaches the gang's ranks through the worker: each individual records the bytes
+    its ranks sent (a tenth of each segment, so well under dense) and the CSV has them in its own columns."""
+    import csv
+
+    from webapp.services.exports import individuals_csv
+
+    worker = ProcessLog(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), stack.env())
+    stack.processes.append(worker)
+    worker.wait_for("ready.", timeout=60)
+    stack.control()
+    config = {
+        "space": {"name": "chain", "max_layers": 2, "modules": 2},
+        "strategy": {"name": "random", "seed": 3, "params": {"max_evaluations": 2}},
+        "dataset": "digits",
+        "training": {"epochs": 1, "batch_size": 64},
+        "evaluation": {"mode": "train", "keep_weights": 0, "devices": 2,
+                       "compression": {"kind": "segment_topk", "ratio": 0.1}},
+    }
+    search = finished(launched("gang compressed", config).pk, timeout=600)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = list(Individual.objects.filter(search=search))
+    assert len(individuals) == 2 and all(i.status == Individual.Status.DONE for i in individuals)
+    for individual in individuals:
+        metrics = individual.metrics
+        assert metrics["compression"] == "segment_topk" and metrics["balance"] == 1.0
+        assert 0 < metrics["bytes_sent"] < metrics["bytes_dense"] / 2
+    out = io.StringIO()
+    individuals_csv(Search.objects.get(pk=search.pk), out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert all(int(row["bytes_sent"]) < int(row["bytes_dense"]) for row in rows)

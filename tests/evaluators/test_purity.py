@@ -20,7 +20,8 @@ for info in pkgutil.iter_modules(evaluators.__path__, "evaluators."):
     importlib.import_module(info.name)
 print(json.dumps({{"light": light_roots, "all": sorted({{m.split(".")[0] for m in sys.modules}})}}))
 """
-LIGHT = ["evaluators.budget", "evaluators.catalog", "evaluators.weights_network", "evaluators.builders", "evaluators.summary", "evaluators.model_source", "evaluators.model_files"]
+LIGHT = ["evaluators.budget", "evaluators.catalog", "evaluators.weights_network", "evaluators.builders", "evaluators.summary", "evaluators.model_source", "evaluators.model_files",
+         "evaluators.compression"]
 
 
 def test_imports():

@@ -81,11 +81,16 @@ def test_curve_stops_hopeless_and_keeps_promising():
     _references(pruner, 80, shapes=("exponential",))
     rng = np.random.default_rng(5)
     low, high = (ShapedCurve.draw(rng, "exponential", 20.0, quality=q) for q in (0.02, 0.99))
-    for step in range(1, 13):
-        pruner.report("low", step, low.observe(step, rng))
-        pruner.report("high", step, high.observe(step, rng))
-    low, high = pruner.should_stop("low"), pruner.should_stop("high")
-    assert low.stop and not high.stop
+    decisions: dict[str, list] = {"low": [], "high": []}
+    for step in range(1, 13):  # asked at every report, as the loop does: a stop needs CONFIRM (2) in a row
+        for key, curve in (("low", low), ("high", high)):
+            if not any(d.stop for d in decisions[key]):
+                pruner.report(key, step, curve.observe(step, rng))
+                decisions[key].append(pruner.should_stop(key))
+    low, high = decisions["low"][-1], decisions["high"][-1]
+    assert low.stop and not any(d.stop for d in decisions["high"])
+    first = decisions["low"][-2]  # the first report below the bar did not stop it yet
+    assert not first.stop and first.high < float(first.reason.rsplit(": ", 1)[1].rstrip(")"))
     assert "P(beats the 5th best) <= 5% (the 5th best: " in low.reason and "90% interval [" in low.reason
     assert low.low <= low.predicted <= low.high and high.predicted > 0.85
 
@@ -120,13 +125,15 @@ def test_curve_stops_only_when_the_upper_bound_is_below_the_value_to_beat():
     seen = {True: 0, False: 0}
     for cid in range(60):
         curve = ShapedCurve.draw(rng, SHAPES[cid % len(SHAPES)], 20.0)
+        below = False  # at the previous report: a stop needs CONFIRM (2) reports in a row below the bar
         for step in range(1, 21):
             pruner.report(cid, step, curve.observe(step, rng))
             to_beat, _ = pruner._to_beat(str(cid))
             decision = pruner.should_stop(cid)
             if step >= 4 and to_beat is not None and decision.high is not None:
-                assert decision.stop == (decision.high < to_beat), (cid, step, decision, to_beat)
+                assert decision.stop == (below and decision.high < to_beat), (cid, step, decision, to_beat)
                 seen[decision.stop] += 1
+            below = to_beat is not None and decision.high is not None and decision.high < to_beat
             if decision.stop:
                 break
     assert seen[True] and seen[False]
@@ -175,9 +182,10 @@ def test_curve_multi_objective_stops_only_the_dominated():
         pruner.know(cid, {"params": params})
         for step in range(1, 13):
             pruner.report(cid, step, low.observe(step, rng))
+            decision = pruner.should_stop(cid)  # asked at every report: a stop needs CONFIRM (2) in a row
     # as accurate as the worst with more parameters than every completed one: dominated; with fewer: on the front
-    assert pruner.should_stop("bigger").stop
-    assert not pruner.should_stop("smaller").stop
+    assert pruner.stopped("bigger") is not None
+    assert pruner.stopped("smaller") is None and not decision.stop
 
 
 def test_curve_coverage_of_its_90_percent_interval_on_held_out_shapes():

@@ -25,7 +25,7 @@ from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from webapp.control import faults, kept, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
-from webapp.messaging import allocation_state, messages, signing, transport
+from webapp.messaging import allocation_state, messages, node_state, signing, transport
 from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
 from webapp.searches.data_config import dataset_argument
@@ -271,9 +271,14 @@ class SearchLoop(LoopShell):
     # --- work --------------------------------------------------------------------------------------------------
 
     def live_slots(self) -> list[dict[str, Any]]:
+        """The live slots of the search's pool that take work (a drained or paused node's do not count: no
+        room is made, no packet split, no slot time accounted for them)."""
         now = time.monotonic()
         if now - self._slots_seen > 1.0:
-            self._live_slots = transport.live_slots(self.pool)
+            live = transport.live_slots(self.pool)
+            states = node_state.states(sorted({slot["node"] for slot in live}))
+            self._live_slots = [slot for slot in live
+                                if node_state.takes_work(states.get(slot["node"], node_state.ACTIVE))]
             self._slots_seen = now
         return self._live_slots
 

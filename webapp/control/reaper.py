@@ -1,5 +1,6 @@
 """The reaper: restarts the loop of every active search whose lease expired (its control worker died), and
-keeps the registry of evaluation workers up to date (its one writer).
+keeps the registry of evaluation workers up to date (its one writer), with their drain and pause states
+written back to Redis after a restart of it.
 
 It runs as a thread in each control worker's main process (not as a task: a task would wait behind the long
 search loops that fill the control worker's pool). Several reapers are harmless: a restart is sent at most
@@ -57,6 +58,7 @@ class Reaper(threading.Thread):
             try:
                 reap_once()
                 registry.sync_workers()
+                registry.restore_node_states()
             except Exception as error:  # the database or Redis is restarting: next round
                 log.warning("reaper round failed: %s", error)
             finally:

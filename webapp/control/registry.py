@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from webapp.messaging import transport
-from webapp.searches.models import Worker
+from webapp.messaging import node_state, transport
+from webapp.searches.models import NodeControl, Worker
 
 
 def sync_workers() -> int:
@@ -20,3 +20,14 @@ def sync_workers() -> int:
                       "current": info.get("current"), "last_seen": now},
         )
     return len(live)
+
+
+def restore_node_states() -> int:
+    """Write every stored drain or pause back to Redis, where the workers read it (after a Redis restart it
+    holds none): a drained node stays drained whatever restarts. Returns how many are stored."""
+    rows = list(NodeControl.objects.exclude(state=NodeControl.State.ACTIVE).values_list("node", "state"))
+    current = node_state.states([node for node, _ in rows])
+    for node, state in rows:
+        if current.get(node) != state:
+            node_state.put(node, state)
+    return len(rows)

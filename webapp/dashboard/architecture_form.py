@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from evaluators import budget
 from evaluators.catalog import DATASETS, unavailable
+from evaluators.compression import from_text, to_text
 from nas.spaces import SPACES
 from nas.pruners import PRUNERS
 from nas.strategies import STRATEGIES
@@ -144,6 +145,11 @@ class SearchForm(forms.Form):
         help_text="Blank: off. Each trained network's optimal inference schedule is measured on its worker's "
                   "device: the objective latency (ms) and the schedule on its page.",
         widget=forms.NumberInput(attrs={"step": "1"}))
+    compression = forms.CharField(
+        label="Gradient compression (gangs)", required=False, max_length=100,
+        help_text="How the ranks of a gang (evaluation.devices above 1) exchange gradients: none (dense), "
+                  "segment_topk:RATIO (seed 003: that share of each segment's largest gradients, e.g. 0.01), "
+                  "powersgd:RANK or fp16. Trained evaluations only.")
     pruner = forms.ChoiceField(label="Early stopping", choices=[(n, n) for n in PRUNERS], required=False,
                                help_text="none: every candidate trains its full budget; median, asha, curve: stop "
                                          "unpromising ones early (see the README).")
@@ -173,7 +179,8 @@ class SearchForm(forms.Form):
         for name, described in self.pruner_params.items():
             self.fields[f"pruner_{name}"] = _pruner_field(described)
         self.order_fields(["name", "space", "strategy", *self.params, "seed", "dataset", *self.budget_fields,
-                           "pool", "evaluation", "keep_weights", "latency_batch", "sim_duration", "pruner",
+                           "pool", "evaluation", "keep_weights", "latency_batch", "compression", "sim_duration",
+                           "pruner",
                            *(f"pruner_{name}" for name in self.pruner_params), "report_every"])
         self.config: dict[str, Any] | None = None
 
@@ -194,6 +201,7 @@ class SearchForm(forms.Form):
         initial["report_every"] = evaluation.get("report_every")
         if evaluation["mode"] == "train":
             initial["keep_weights"] = evaluation.get("keep_weights")
+            initial["compression"] = to_text(evaluation.get("compression"))
         else:
             initial["sim_duration"] = evaluation.get("duration")
         initial["latency_batch"] = (evaluation.get("latency") or {}).get("batch")
@@ -208,6 +216,12 @@ class SearchForm(forms.Form):
                     f'"{name}:{direction}" is not an objective: write metric:max or metric:min, the metric one of '
                     f'{OBJECTIVE_NAMES} (e.g. "accuracy:max, params:min").')
         return pairs or None
+
+    def clean_compression(self) -> str | dict[str, Any]:
+        try:
+            return from_text(self.cleaned_data.get("compression") or "")
+        except ValueError as error:
+            raise forms.ValidationError(str(error)) from None
 
     def build_config(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
         """The configuration the form describes; ``base`` (a draft's) keeps what the form does not show, such as
@@ -225,6 +239,8 @@ class SearchForm(forms.Form):
         evaluation: dict[str, Any] = {"mode": "train"}
         if data.get("keep_weights") is not None:  # blank: check_config's default
             evaluation["keep_weights"] = data["keep_weights"]
+        if data.get("compression") not in (None, "", "none"):  # dropped below for a simulated one: it exchanges nothing
+            evaluation["compression"] = data["compression"]
         if data["evaluation"] == "simulated":
             base_evaluation = (base or {}).get("evaluation", {})
             evaluation = {**(base_evaluation if base_evaluation.get("mode") == "simulated" else {}),

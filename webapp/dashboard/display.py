@@ -76,3 +76,23 @@ def moment(value: dt.datetime | str | None) -> dict[str, str] | None:
         value = value.replace(tzinfo=dt.timezone.utc)
     utc = value.astimezone(dt.timezone.utc)
     return {"text": f"{utc.day} {utc:%b %Y, %H:%M} UTC", "iso": utc.isoformat(timespec="seconds")}
+
+
+def traffic(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """A gang's gradient exchange as the individual page shows it (nothing off a gang): per rank and step, the
+    bytes sent against dense AllReduce's, the share of gradients kept, and the training time split."""
+    sent, dense = metrics.get("bytes_sent"), metrics.get("bytes_dense")
+    ranks, steps = metrics.get("ranks"), metrics.get("steps")
+    if not isinstance(sent, (int, float)) or not isinstance(dense, (int, float)) or not ranks or not steps:
+        return []
+    per = float(ranks) * float(steps)
+    rows = [("compression", str(metrics.get("compression") or "none")),
+            ("sent per rank and step", f"{size(sent / per)} against {size(dense / per)} dense"
+                                       + (f" ({100 * sent / dense:.2f}%)" if dense else "")),
+            ("gradients kept", DASH if metrics.get("kept") is None else f"{100 * metrics['kept']:.2f}%")]
+    times = metrics.get("timings") or {}
+    if isinstance(times.get("communicate"), (int, float)) and isinstance(times.get("compute"), (int, float)):
+        total = times["communicate"] + times["compute"]
+        rows.append(("compute / communication", f"{seconds(times['compute'])} / {seconds(times['communicate'])}"
+                     + (f" ({100 * times['communicate'] / total:.0f}% communicating)" if total else "")))
+    return rows

@@ -14,12 +14,13 @@ from webapp.dashboard import architecture, csp, display
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import individual_curve
+from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.models import Search
 from webapp.searches.data_config import dataset_argument
 from webapp.searches.pruning_stats import describe as describe_pruning
-from webapp.services import exports, lifecycle, nodes, queries
+from webapp.services import exports, lifecycle, node_control, nodes, queries
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -89,6 +90,8 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
         "beliefs": beliefs_kind(search),
         "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
         "pruning_text": describe_pruning(search.stats),
+        "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
+        if search.status == Search.Status.RUNNING else "",
     })
 
 
@@ -141,6 +144,8 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),
+        "traffic": display.traffic(individual.metrics or {}),
+        "failure": failure_view(individual),
     })
 
 
@@ -154,6 +159,8 @@ def node_list(request: HttpRequest) -> HttpResponse:
         worker["current_visible"] = bool(worker["current"]) and worker["current"]["search"] in visible
     # Messages the workers refused (malformed, unsigned): for staff, who run the installation.
     refused = nodes.refused_messages() if request.user.is_staff else []
-    return render(request, "dashboard/nodes.html", {"workers": workers, "refused": refused})
+    return render(request, "dashboard/nodes.html", {"workers": workers, "refused": refused,
+                                                    "nodes": node_control.node_rows(),
+                                                    "node_actions": list(node_control.ACTIONS)})
 
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from webapp.dashboard import api, architecture_form, assets, dataset_views, downloads, pages, weights_form, weights_pages
+from webapp.dashboard import (api, architecture_form, assets, dataset_views, downloads, node_views, pages,
+                              weights_form, weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -28,6 +29,9 @@ urlpatterns = [
          name="dataset-sample"),
     path("api/datasets/", dataset_views.api_datasets, name="api-datasets"),
     path("api/datasets/<str:name>/", dataset_views.api_dataset, name="api-dataset"),
+    path("nodes/<str:node>/<str:action>/", node_views.node_action, name="node-action"),
+    path("api/nodes/", node_views.api_nodes, name="api-nodes"),
+    path("api/nodes/<str:node>/<str:action>/", node_views.api_node_action, name="api-node-action"),
     path("api/searches/", api.searches, name="api-searches"),
     path("api/searches/<int:search_id>/", api.search, name="api-search"),
     path("api/searches/<int:search_id>/snapshot/", api.snapshot, name="api-snapshot"),

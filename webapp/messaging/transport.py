@@ -14,6 +14,7 @@ individuals) records what they report.
 | ``nas:slot:<node>:<device>:<slot>`` | string, TTL | each worker slot | the slot is alive (JSON: pool, slots, current) |
 | ``nas:kept:<search>:<individual>`` | hash, TTL | the evaluating slot | ``weights.pt``, ``model.py``, ``model.onnx`` of a trained individual, until the loop keeps or drops them |
 | ``nas:admit:<search>`` | string | the loop | the fitness a result must reach to enter the kept best (absent: any result may) |
+| ``nas:node:<node>`` | string | the web / services, the reaper | ``draining`` or ``paused`` (absent: active), ``webapp.messaging.node_state`` |
 | ``nas:rejected`` | list, capped | workers | the last task messages a worker refused (JSON: time, reason, message id, body) |
 
 Messages are JSON (never pickle); weights are ``torch.save`` bytes of tensors only, never unpickled as code. The loop moves messages to its processing list with ``LMOVE`` and deletes
@@ -153,6 +154,11 @@ def count_start(search_id: int, individual_id: int) -> int:
         pipe.incr(key).expire(key, KEEP)
         attempt, _ = pipe.execute()
     return int(attempt)
+
+
+def uncount_start(search_id: int, individual_id: int) -> None:
+    """An attempt handed back by a paused node: it does not count against ``NAS_MAX_ATTEMPTS``."""
+    client().decr(starts_key(search_id, individual_id))
 
 
 def beat(search_id: int, individual_id: int, info: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """Django admin for every model of the engine: read mostly (the engine writes individuals and events)."""
 from django.contrib import admin
 
-from webapp.searches.models import (ArchiveRow, Event, Individual, Search, WeightGeneration, Weights, WeightState,
-                                     Worker)
+from webapp.searches.models import (ArchiveRow, Event, Individual, NodeControl, Search, WeightGeneration, Weights,
+                                     WeightState, Worker)
 
 
 @admin.register(Search)
@@ -75,3 +75,16 @@ class WeightStateAdmin(WrittenByTheLoop):
 class WeightGenerationAdmin(WrittenByTheLoop):
     list_display = ("id", "search", "number", "best", "mean", "worst", "validation_accuracy", "workers")
     raw_id_fields = ("search",)
+
+
+@admin.register(NodeControl)
+class NodeControlAdmin(admin.ModelAdmin):
+    """Shown only: a change goes through the nodes page, the API or ``manage.py node``, which also tell Redis."""
+
+    list_display = ("node", "state", "changed_by", "changed")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

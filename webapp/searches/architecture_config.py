@@ -89,7 +89,8 @@ def _check_evaluation(data: Any) -> dict[str, Any]:
         raise ConfigError("evaluation", f"must be an object (got {data!r})")
     mode = _choice("evaluation.mode", data.get("mode", "train"), ("train", "simulated"))
     if mode == "train":
-        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency", "devices", "report_every"])
+        data = _section("evaluation", data, ["mode", *TRAINED_FIELDS, "latency", "devices", "compression",
+                                             "report_every"])
         return {"mode": mode, **_fields("evaluation", data, TRAINED_FIELDS), **check_latency(data.get("latency")),
                 **_gangs(data, False)}
     data = _section("evaluation", data, ["mode", *SIMULATED_FIELDS, "distribution", "faults", "latency", "devices",
@@ -124,11 +125,14 @@ def _check_objectives_measured(strategy: dict[str, Any], evaluation: dict[str, A
 
 
 def _gangs(data: dict[str, Any], simulated: bool) -> dict[str, Any]:
-    """``evaluation.devices`` and the simulated ``evaluation.efficiency`` (``webapp.searches.gang_config``)."""
+    """``evaluation.devices``, the trained ``evaluation.compression`` and the simulated ``evaluation.efficiency``
+    (``webapp.searches.gang_config``)."""
     try:
         return check_gang_fields(data, simulated)
     except ValueError as error:
         text = str(error)
+        if text.startswith("evaluation.compression "):
+            raise ConfigError("evaluation.compression", text.removeprefix("evaluation.compression ")) from None
         field = "evaluation.efficiency" if "efficiency" in text else "evaluation.devices"
         raise ConfigError(field, text.replace("`evaluation.efficiency` ", "")) from None
 

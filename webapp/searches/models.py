@@ -218,3 +218,25 @@ class WeightGeneration(models.Model):
 
     def __str__(self) -> str:
         return f"generation {self.number} of search {self.search_id}"
+
+
+class NodeControl(models.Model):
+    """An evaluation node's state as an operator set it (``drain``, ``pause``, ``resume``): the copy that
+    outlives Redis, where the workers and the loops read it (``webapp.messaging.node_state``). Written by
+    ``webapp.services.node_control``; written back to Redis by the control worker's reaper."""
+
+    class State(models.TextChoices):
+        ACTIVE = "active", "active"
+        DRAINING = "draining", "draining"
+        PAUSED = "paused", "paused"
+
+    node = models.CharField(max_length=200, unique=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    changed_by = models.CharField(max_length=150, blank=True, help_text="The user who set it last.")
+    changed = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["node"]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.state}"

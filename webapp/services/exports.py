@@ -2,7 +2,9 @@
 ``search export`` command call these.
 
 - :func:`individuals_csv`: one row per individual, a stable header in the spirit of optuna-dashboard's export
-  (``number, state, fitness, genome_*, metric_*, timing_*`` then where and when it ran, and its parents).
+  (``number, state, fitness, genome_*, metric_*, timing_*`` then where and when it ran, and its parents; last, a
+  gang's gradient traffic: ``compression``, ``bytes_sent`` and ``bytes_dense`` of all its ranks over the whole
+  evaluation, ``kept``).
 - :func:`events_jsonl`: the search's event log, one JSON object per line.
 - :func:`best_zip`: the best k architectures, each as genome JSON, standalone PyTorch source, trained weights
   where kept (``evaluation.keep_weights``, see ``webapp.control.kept``) and ONNX (with those weights); all
@@ -32,7 +34,10 @@ KNOWN_METRICS = ("accuracy", "params", "flops", "latency_ms", "peak_memory_bytes
 TIMINGS = ("build", "train", "validate", "total")
 TAIL = ("node", "device", "slot", "attempts", "generation", "operator", "parents", "parent_numbers", "key",
         "description", "failure", "message", "created", "dispatched", "started", "finished", "duration",
-        "packet_bytes", "epochs_trained", "predicted_fitness", "prune_reason")
+        "packet_bytes", "epochs_trained", "predicted_fitness", "prune_reason", "compression", "bytes_sent",
+        "bytes_dense", "kept")
+#: A gang's gradient traffic (``evaluators.ranks.Gang.traffic``): columns of their own, blank off a gang.
+TRAFFIC = ("compression", "bytes_sent", "bytes_dense", "kept")
 
 
 def _iso(value: dt.datetime | None) -> str:
@@ -61,7 +66,7 @@ def individuals_csv(search: Search, out: TextIO) -> int:
         for name, value in (individual.metrics or {}).items():
             if name == "timings" and isinstance(value, dict):
                 timings.extend(t for t in value if t not in timings)
-            elif not isinstance(value, (dict, list)):
+            elif not isinstance(value, (dict, list)) and name not in TRAFFIC:
                 metrics.add(name)
     ordered_metrics = [m for m in KNOWN_METRICS if m in metrics or m in ("accuracy", "params", "flops")]
     ordered_metrics += sorted(metrics - set(ordered_metrics))
@@ -90,6 +95,8 @@ def individuals_csv(search: Search, out: TextIO) -> int:
             "epochs_trained": "" if individual.epochs_trained is None else individual.epochs_trained,
             "predicted_fitness": "" if individual.predicted_fitness is None else individual.predicted_fitness,
             "prune_reason": (individual.prune or {}).get("reason", ""),
+            # a gang's bytes sent by all its ranks over the whole evaluation, and what dense AllReduce would send
+            **{name: "" if values.get(name) is None else values[name] for name in TRAFFIC},
         }
         writer.writerow(
             [individual.number, individual.status, "" if individual.fitness is None else individual.fitness]

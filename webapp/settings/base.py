@@ -257,6 +257,10 @@ CELERY_WORKER_CONSUMER = "webapp.messaging.guard:GuardedConsumer"
 CELERY_BROKER_TRANSPORT = "webapp.messaging.broker:Transport"
 # Our own heartbeats in Redis replace Celery's worker events (which cost a core with many workers).
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# A new pool process (after a kill -9 of an evaluation, or at start) must say it is up within this many seconds
+# or Celery kills it and tries again. Its default, 4 s, is less than importing torch takes on a busy 2-core
+# machine: the worker then looped on "Timed out waiting for UP message" and the killed evaluation never re-ran.
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = float(env_int("NAS_PROC_ALIVE_SECONDS", 60))
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # ---------------------------------------------------------------------------------------------------------

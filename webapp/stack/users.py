@@ -1,10 +1,11 @@
-"""The local user the run command creates on its first run."""
+"""The local user the run command creates on its first run, and the user a command line acts as."""
 from __future__ import annotations
 
 import os
 import secrets
 
 from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
 
 
 def ensure_local_user(username: str) -> str | None:
@@ -20,10 +21,9 @@ def ensure_local_user(username: str) -> str | None:
     return password
 
 
-def command_owner(username: str | None):
-    """The user a management command acts for: ``username``, else the first superuser; ``CommandError`` if none."""
-    from django.core.management.base import CommandError
-
+def acting_user(username: str | None, flag: str):
+    """The user a management command acts as: ``username`` (given with ``flag``) or else the first superuser; a
+    clear :class:`CommandError` when there is no such user."""
     users = get_user_model()
     if username:
         try:
@@ -32,5 +32,5 @@ def command_owner(username: str | None):
             raise CommandError(f"no user {username!r}") from None
     first = users.objects.filter(is_superuser=True).order_by("pk").first()
     if first is None:
-        raise CommandError("no user yet: pass --owner, or create one (`manage.py createsuperuser`, or run `up` once)")
+        raise CommandError(f"no user yet: pass {flag}, or create one (`manage.py createsuperuser`, or run `up` once)")
     return first

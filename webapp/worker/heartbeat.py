@@ -60,7 +60,14 @@ class Heartbeat:
         self.stop()
 
 
-def evaluation_beat(search_id: int, individual_id: int, info: dict[str, Any]) -> Heartbeat:
-    """The heartbeat of an individual's evaluation (``with evaluation_beat(...): evaluate``)."""
-    return Heartbeat("evaluation-heartbeat", lambda: transport.beat(search_id, individual_id, info),
-                     lambda: transport.clear_beat(search_id, individual_id))
+def evaluation_beat(search_id: int, individual_id: int, info: dict[str, Any],
+                    also: Callable[[], Any] | None = None) -> Heartbeat:
+    """The heartbeat of an individual's evaluation (``with evaluation_beat(...): evaluate``); ``also`` runs
+    after each beat (the runner's look at its node's state)."""
+
+    def beat() -> None:
+        transport.beat(search_id, individual_id, info)
+        if also is not None:
+            also()
+
+    return Heartbeat("evaluation-heartbeat", beat, lambda: transport.clear_beat(search_id, individual_id))

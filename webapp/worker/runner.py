@@ -3,6 +3,10 @@ heartbeat, and push what happened to the search's loop. No database access here 
 
 - a result already pushed (``done`` marker) is not computed again: a redelivered message is skipped;
 - a stopped search's queued individuals are skipped (reported ``skipped``; the loop re-sends them on resume);
+- a node that does not take work (``draining`` or ``paused``, ``webapp.messaging.node_state``) skips what it is
+  handed, before counting an attempt: the loop sends it again, to another node; this is the one place that
+  decides whether a worker takes work. A pause also interrupts the running evaluation (``hand_back``): it is
+  reported ``skipped`` as well, its attempt not counted, and nothing of it is recorded;
 - each start counts an attempt; past ``NAS_MAX_ATTEMPTS`` (a genome that kills its worker every time) the
   individual fails with ``worker_lost`` without running again;
 - OOM, divergence, timeouts and invalid genomes are results (failed, with a reason), never exceptions.
@@ -12,15 +16,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import traceback
 from typing import Any
 
 from django.conf import settings
 
+from evaluators.failure_text import describe
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
-from webapp.messaging import messages, signing, transport
-from webapp.worker import artifacts, device_claims, slots
+from webapp.messaging import messages, node_state, signing, transport
+from webapp.worker import artifacts, device_claims, hand_back, slots
 from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
 
@@ -40,8 +44,9 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
 
             return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3),
                             gang=len(held), report=report)
+        gang = {"compression": evaluation["compression"]} if evaluation.get("compression") else {}  # a gang's
         return artifacts.evaluate_and_keep(_trained, individual, held, report=report,
-                                           report_every=evaluation.get("report_every"))
+                                           report_every=evaluation.get("report_every"), **gang)
 
     return device_claims.run_on_devices(individual, run)
 
@@ -82,6 +87,10 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
     if transport.is_stopped(search_id):
         _push(messages.Skipped(origin, reason="search stopped"))
         return "skipped"
+    state = node_state.get(me.node)
+    if not node_state.takes_work(state):
+        _push(messages.Skipped(origin, reason=f"node {me.node} is {state}"))
+        return "skipped"
     attempt = transport.count_start(search_id, individual_id)
     started = time.time()
     if attempt > settings.NAS_MAX_ATTEMPTS:
@@ -92,11 +101,17 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
         slots.set_current({"search": search_id, "individual": individual_id, "number": individual["number"]})
         beat = {**dataclasses.asdict(origin), "attempt": attempt, "started": started, "pid": me.as_dict()["pid"]}
         try:
-            with evaluation_beat(search_id, individual_id, beat):
+            with hand_back.interruptible(), evaluation_beat(search_id, individual_id, beat,
+                                                            also=hand_back.pause_watch(me.node)):
                 result = run_evaluator(individual, reporter(origin, attempt))
+        except hand_back.HandedBack:
+            log.warning("node %s paused: individual %s of search %s handed back", me.node, individual_id, search_id)
+            transport.uncount_start(search_id, individual_id)
+            _push(messages.Skipped(origin, reason=f"node {me.node} was paused"))
+            return "skipped"
         except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
             log.exception("evaluation of individual %s raised", individual_id)
-            result = EvaluationResult.failed("error", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}")
+            result = EvaluationResult.failed("error", describe(error))
         finally:
             slots.set_current(None)
     finished = time.time()

@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_process_shutdown
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
 
 from webapp.messaging import dispatch, guard, signing
-from webapp.worker import runner, slots, weights
+from webapp.worker import intake, runner, slots, weights
 
 log = logging.getLogger(__name__)
 
@@ -52,3 +52,9 @@ def _start_slot(**_: object) -> None:
 @worker_process_shutdown.connect
 def _stop_slot(**_: object) -> None:
     slots.stop_slot()
+
+
+@worker_ready.connect
+def _follow_node_state(sender=None, **_: object) -> None:
+    """The worker's main process stops and starts consuming as its node is drained, paused or resumed."""
+    intake.watch(sender)

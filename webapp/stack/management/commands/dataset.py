@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.datasets.models import DataSet
 from webapp.services import datasets
-from webapp.stack.users import command_owner
+from webapp.stack.users import acting_user
 
 
 class Command(BaseCommand):
@@ -39,7 +39,7 @@ class Command(BaseCommand):
 
     def do_add(self, options) -> None:
         try:
-            found = datasets.register(command_owner(options["owner"]), options["name"], options["path"],
+            found = datasets.register(acting_user(options["owner"], "--owner"), options["name"], options["path"],
                                       options["shared"])
         except datasets.RegisterError as error:
             raise CommandError(str(error)) from None

@@ -41,6 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
         parser.add_argument("--redis", help="the cluster's Redis URL, redis:// or rediss:// (default: REDIS_URL)")
         parser.add_argument("--loglevel", default="INFO")
+        parser.add_argument("--exit-when-drained", action="store_true",
+                            help="exit once this node is drained (`manage.py node drain NODE`) and idle; by default "
+                                 "a drained worker stays up, taking nothing, until `node resume`")
 
     def handle(self, *args, **options):
         if options["slots"] < 1:
@@ -49,6 +52,8 @@ class Command(BaseCommand):
             raise CommandError(f"--threads must be at least 1 (got {options['threads']})")
         if not POOL.match(options["pool"]):
             raise CommandError(f"--pool must be {POOL_RULE} (got {options['pool']!r})")
+        if options["exit_when_drained"]:
+            os.environ["NAS_EXIT_WHEN_DRAINED"] = "1"  # read by the worker's intake (webapp.worker.intake)
         if options["redis"]:
             self.use_redis(options["redis"])
         if options["gang"] is not None:

@@ -35,7 +35,7 @@ from webapp.searches.config import ConfigError
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.searches.models import Search
 from webapp.services.progress_line import progress_line
-from webapp.stack.users import command_owner
+from webapp.stack.users import acting_user
 
 ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
 
@@ -279,4 +279,4 @@ class Command(BaseCommand):
             raise CommandError(f"no search {search_id} (see `manage.py search list`)") from None
 
     def owner(self, username: str | None):
-        return command_owner(username)
+        return acting_user(username, "--owner")
