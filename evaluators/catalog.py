@@ -1,11 +1,23 @@
-"""The datasets by name, with what a builder needs of them: the input shape ``(C, H, W)`` and the class count,
+"""The datasets, with what a builder needs of them: the input shape ``(C, H, W)`` and the class count,
 what their raw images are, and where their files lie. No torch, so architectures can be described, and a
 dataset's presence checked (:func:`unavailable`, by the web server before it accepts a search), without loading
-data or PyTorch."""
+data or PyTorch.
+
+A dataset is named one of two ways, and every function here takes either:
+
+- a built-in's name (``digits``, ``cifar10``, ``fashion_mnist``, ``synthetic``: :data:`DATASETS`);
+- a registered set's description, a JSON object (:data:`REGISTERED_FIELDS`) that the web server puts in a
+  search's configuration from its record (``webapp.datasets``) and that travels to the workers in each
+  evaluation's message, since workers never read the database: ``name``, ``kind`` (``folder`` or ``npz``),
+  ``path``, ``digest``, ``classes`` (names), ``channels``, and the search's ``input_size``,
+  ``validation_share`` and ``augment``. Its input shape is ``(channels, input_size, input_size)``.
+"""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 #: The folder the datasets' files are read from (and downloaded to), where ``NAS_DATA_DIR`` names none.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -33,9 +45,30 @@ RAW_IMAGES: dict[str, tuple[float, str]] = {
 VALIDATION_FRACTION = {"digits": 0.2, "cifar10": 0.1, "fashion_mnist": 0.1, "synthetic": 0.2}
 
 
-def dataset_shape(name: str) -> tuple[tuple[int, int, int], int]:
+#: The fields of a registered set's description (see the module's docstring).
+REGISTERED_FIELDS = ("name", "kind", "path", "digest", "classes", "channels", "input_size", "validation_share",
+                     "augment")
+
+
+def is_registered(dataset: Any) -> bool:
+    """Whether ``dataset`` is a registered set's description (not a built-in's name)."""
+    return isinstance(dataset, Mapping)
+
+
+def label(dataset: str | Mapping[str, Any]) -> str:
+    """The dataset's name, for titles and messages."""
+    return str(dataset["name"]) if is_registered(dataset) else str(dataset)
+
+
+def dataset_shape(name: str | Mapping[str, Any]) -> tuple[tuple[int, int, int], int]:
     """``(input shape, classes)`` of the dataset ``name``; ``ValueError`` listing the known ones otherwise."""
-    if name not in DATASETS:
+    if is_registered(name):
+        missing = [field for field in REGISTERED_FIELDS if field not in name]
+        if missing:
+            raise ValueError(f"The registered data set's description lacks {', '.join(missing)}.")
+        size = int(name["input_size"])
+        return (int(name["channels"]), size, size), len(name["classes"])
+    if not isinstance(name, str) or name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}; the datasets are {', '.join(DATASETS)}.")
     return DATASETS[name]
 
@@ -75,10 +108,32 @@ def missing_message(name: str, folder: Path) -> str:
             f"it (on a machine that is online).")
 
 
-def unavailable(name: str, folder: str | os.PathLike | None = None, download: bool | None = None) -> str | None:
+def validation_share(dataset: str | Mapping[str, Any]) -> float:
+    """The share of the training images held out for validation (by the training seed)."""
+    return float(dataset["validation_share"]) if is_registered(dataset) else VALIDATION_FRACTION[dataset]
+
+
+def raw_images(dataset: str | Mapping[str, Any]) -> tuple[float, str]:
+    """``(scale, what a user loads)``: :data:`RAW_IMAGES` for a built-in; a registered set's images are read as
+    the training read them, values 0..1."""
+    if not is_registered(dataset):
+        return RAW_IMAGES[dataset]
+    size = dataset["input_size"]
+    mode = "L" if dataset["channels"] == 1 else "RGB"
+    return 1.0, (f"images of the data set {dataset['name']!r} opened with Pillow, converted to {mode}, fitted to "
+                 f"{size}x{size} (PIL.ImageOps.fit: resized so the shorter side is {size}, centre cropped) and "
+                 f"divided by 255 (values 0..1), channels first")
+
+
+def unavailable(name: str | Mapping[str, Any], folder: str | os.PathLike | None = None,
+                download: bool | None = None) -> str | None:
     """Why ``name`` cannot be loaded here (its files missing and no download allowed), or ``None`` when it can:
     a file-presence check, without reading the data or importing torch."""
     dataset_shape(name)
+    if is_registered(name):
+        path = Path(name["path"])
+        return None if path.exists() else (f"The data set {name['name']!r} is not readable here: {path} does not "
+                                           f"exist (moved or deleted since it was registered?).")
     if name not in FILES or download_allowed(download):
         return None
     where = data_dir(folder)

@@ -8,6 +8,9 @@ worker processes on the hot path (a batch is an index into a tensor already on t
   (``catalog.FILES`` lists them; ``catalog.unavailable`` checks them without torch; ``NAS_DATA_DIR`` defaults to
   ``data/`` in the repository.)
 - ``synthetic``: class templates plus noise, generated from a fixed seed (learnable, for tests and benchmarks).
+- a registered set (``catalog``'s description, a dict): read by ``evaluators.own_data`` (digest checked, decoded
+  once per process), split stratified by class with its ``validation_share``; ``augment`` turns on random crops
+  and flips in training (``evaluators.augment``).
 
 Only the training files are read: the validation split is carved out of them by the seed, so a search never
 sees the test set. CIFAR-10 and Fashion-MNIST are downloaded (by torchvision) only when asked
@@ -18,13 +21,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
+import json
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from evaluators.catalog import RAW_IMAGES, VALIDATION_FRACTION, data_dir, dataset_shape, found_files, missing_message
+from evaluators.catalog import is_registered, label
 from evaluators.catalog import download_allowed as _download_wanted
 
 SYNTHETIC_IMAGES = 2000
@@ -46,6 +52,7 @@ class DatasetSplit:
     val_y: torch.Tensor
     classes: int
     normalization: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    augment: bool = False
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -139,21 +146,37 @@ def split_indices(count: int, fraction: float, seed: int) -> tuple[np.ndarray, n
     return np.sort(order[held_out:]), np.sort(order[:held_out])
 
 
-@functools.lru_cache(maxsize=4)
-def load_dataset(name: str, device: str = "cpu", seed: int = 0, folder: str | None = None,
+def load_dataset(name: str | Mapping, device: str = "cpu", seed: int = 0, folder: str | None = None,
                  download: bool | None = None) -> DatasetSplit:
-    """The train/validation split of ``name`` by ``seed``, normalised per channel with the training split's
-    statistics, on ``device``. Cached per process (the same arguments return the same tensors)."""
+    """The train/validation split of ``name`` (a built-in's name or a registered set's description) by
+    ``seed``, normalised per channel with the training split's statistics, on ``device``. Cached per process
+    (the same arguments return the same tensors)."""
+    key = json.dumps(dict(name), sort_keys=True) if is_registered(name) else name
+    return _load(key, device, seed, folder, download)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(key: str, device: str, seed: int, folder: str | None, download: bool | None) -> DatasetSplit:
+    registered = key.startswith("{")
+    name = json.loads(key) if registered else key
     _, classes = dataset_shape(name)
-    x, y = _arrays(name, data_dir(folder), download)
-    train, val = split_indices(len(x), VALIDATION_FRACTION[name], seed)
+    if registered:
+        from evaluators.own_data import registered_arrays, stratified_split
+
+        x, y = registered_arrays(name)
+        train, val = stratified_split(y, float(name["validation_share"]), seed)
+        scale = 1.0
+    else:
+        x, y = _arrays(name, data_dir(folder), download)
+        train, val = split_indices(len(x), VALIDATION_FRACTION[name], seed)
+        scale = RAW_IMAGES[name][0]
     mean = x[train].mean(axis=(0, 2, 3), keepdims=True)
     std = x[train].std(axis=(0, 2, 3), keepdims=True) + 1e-6
     x = (x - mean) / std
-    scale = RAW_IMAGES[name][0]
     normalization = {"mean": [float(v) * scale for v in mean.ravel()], "std": [float(v) * scale for v in std.ravel()]}
 
     def put(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
-    return DatasetSplit(name, put(x[train]), put(y[train]), put(x[val]), put(y[val]), classes, normalization)
+    return DatasetSplit(label(name), put(x[train]), put(y[train]), put(x[val]), put(y[val]), classes, normalization,
+                        augment=bool(registered and name.get("augment")))

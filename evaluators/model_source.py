@@ -16,7 +16,7 @@ from typing import Any
 
 from evaluators.builders import architecture, as_space
 from evaluators.builders import describe as describe_architecture
-from evaluators.catalog import RAW_IMAGES, dataset_shape
+from evaluators.catalog import dataset_shape, label, raw_images
 
 BLOCKS_FILE = Path(__file__).with_name("blocks.py")
 #: ``run_schedule(net, schedule, x)``: the network run stage by stage from its ``schedule.json`` (torch only too).
@@ -65,8 +65,8 @@ def standalone_source(genome: Any, space: Any, dataset: str, normalization: dict
     space = as_space(space)
     spec = exported_spec(genome, space, dataset, normalization)
     shape, classes = dataset_shape(dataset)
-    raw = RAW_IMAGES[dataset][1] if normalization else "normalised with the training split's mean and std"
-    title = f"{space.name} architecture for {dataset}: {space.describe(genome)}"
+    raw = raw_images(dataset)[1] if normalization else "normalised with the training split's mean and std"
+    title = f"{space.name} architecture for {label(dataset)}: {space.describe(genome)}"
     parts = [
         HEADER.format(title=title.replace('"""', "'''"), shape=", ".join(map(str, shape)), classes=classes,
                       raw=raw),

@@ -86,7 +86,7 @@ def finite(value: float | None) -> float | None:
 def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: torch.optim.Optimizer,
                     budget: TrainingBudget, generator: torch.Generator, deadline: float | None = None,
                     fault: str | None = None, after_step: Callable[[int], bool] | None = None,
-                    ranks: Ranks | None = None) -> float:
+                    ranks: Ranks | None = None, augment: bool = False) -> float:
     """One pass over ``(x, y)`` in a shuffled order drawn from ``generator``, full batches only; the mean loss
     (over the ranks of a gang: ``model`` is then its ``DistributedDataParallel`` wrapper, and each rank trains on
     its slice of every global batch).
@@ -96,7 +96,7 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
 
     ``deadline`` is a ``time.perf_counter()`` value; ``fault`` is a test hook (``"oom"`` raises a real
     ``torch.OutOfMemoryError`` inside the step, ``"nan"`` poisons the loss) that exercises the real recovery
-    paths of the caller.
+    paths of the caller. ``augment``: random crops and flips of every batch (``evaluators.augment``).
     """
     ranks = ranks if ranks is not None else Ranks(x.device)
     model.train()
@@ -111,7 +111,12 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
     for step in range(steps):
         begin = step * batch + ranks.rank * local
         index = order[begin:begin + local]
-        inputs = prepare_input(x.index_select(0, index), budget.precision)
+        inputs = x.index_select(0, index)
+        if augment:
+            from evaluators.augment import augment_batch
+
+            inputs = augment_batch(inputs, generator)
+        inputs = prepare_input(inputs, budget.precision)
         with autocast(x.device, budget.precision):
             logits = model(inputs)
         loss = F.cross_entropy(logits.float(), y.index_select(0, index))
@@ -215,7 +220,8 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
     for epoch in range(1, budget.epochs + 1):
         mark = time.perf_counter()
         train_loss = train_one_epoch(wrapped, data.train_x, data.train_y, optimizer, budget, generator, deadline,
-                                     fault, after_step=reported if points else None, ranks=ranks)
+                                     fault, after_step=reported if points else None, ranks=ranks,
+                                     augment=data.augment)
         synchronize(ranks.device)
         report["timings"]["train"] += time.perf_counter() - mark
         if report.get("stopped"):  # stopped mid-epoch: its last report is the curve's last point

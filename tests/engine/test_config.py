@@ -32,7 +32,7 @@ def test_a_partial_section_keeps_the_defaults_of_the_rest():
     ({"strategy": {"name": "annealing"}}, "strategy.name"),
     ({"strategy": {"params": {"population": -3}}}, "strategy.params.population"),
     ({"strategy": {"params": "many"}}, "strategy.params"),
-    ({"dataset": "imagenet"}, "dataset"),
+    ({"dataset": 42}, "dataset"),  # an unknown name is refused by create_search (test_own_datasets)
     ({"training": {"epochs": 0}}, "training.epochs"),
     ({"training": {"epochs": 2.5}}, "training.epochs"),
     ({"training": {"learning_rate": "fast"}}, "training.learning_rate"),

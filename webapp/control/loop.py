@@ -28,6 +28,7 @@ from webapp.control.shell import End, LoopShell, Send
 from webapp.messaging import allocation_state, messages, node_state, signing, transport
 from webapp.searches import accounting, broadcast
 from webapp.searches.models import Individual, Search
+from webapp.searches.data_config import dataset_argument
 
 log = logging.getLogger(__name__)
 IN_FLIGHT = (Individual.Status.QUEUED, Individual.Status.RUNNING)
@@ -332,7 +333,7 @@ class SearchLoop(LoopShell):
         for chunk in split_packets(individuals, slots, ind_len):
             data, signature = signing.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
-                 "space": config["space"], "dataset": config["dataset"], "training": config["training"],
+                 "space": config["space"], "dataset": dataset_argument(config), "training": config["training"],
                  "evaluation": config["evaluation"]}
                 for i in chunk
             ])

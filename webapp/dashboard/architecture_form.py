@@ -29,6 +29,7 @@ from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
 from webapp.searches.models import Search
 from webapp.services import estimates
+from webapp.services.datasets import visible_datasets
 
 TEMPLATE = "dashboard/search_form.html"
 #: What a result measures that an objective can name (``latency`` only when the evaluation measures it).
@@ -159,11 +160,15 @@ class SearchForm(forms.Form):
                                     min_value=SIMULATED_FIELDS["duration"][2], max_value=SIMULATED_FIELDS["duration"][3],
                                     widget=forms.NumberInput(attrs={"step": "any"}))
 
-    def __init__(self, *args, base: dict[str, Any] | None = None, **kwargs) -> None:
-        """``base``: the configuration being edited (a draft's), whose settings the form does not show are kept."""
+    def __init__(self, *args, base: dict[str, Any] | None = None, user=None, **kwargs) -> None:
+        """``base``: the configuration being edited (a draft's), whose settings the form does not show are kept;
+        ``user``: whose registered data sets are offered beside the built-in ones."""
         kwargs.setdefault("initial", DEFAULTS)
         super().__init__(*args, **kwargs)
         self.base = base
+        if user is not None:
+            self.fields["dataset"].choices = dataset_choices() + [
+                (name, f"{name} (registered)") for name in visible_datasets(user).values_list("name", flat=True)]
         self.params = strategy_params()
         for name, described in self.params.items():
             self.fields[name] = _param_field(described)
@@ -257,6 +262,8 @@ class SearchForm(forms.Form):
             "evaluation": evaluation,
             "pool": data["pool"],
         }
+        if base and base.get("dataset") == data["dataset"] and "data" in base:
+            config["data"] = base["data"]  # a registered set's input size, split and augmentation, kept
         if data.get("pruner") and data["pruner"] != "none":
             taken = {p.name for p in PRUNERS[data["pruner"]].PARAMS}
             config["pruner"] = {"name": data["pruner"], **{name: data[f"pruner_{name}"] for name in self.pruner_params
@@ -297,7 +304,7 @@ def field_for(dotted: str, fields) -> str | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def create(request: HttpRequest) -> HttpResponse:
-    form = SearchForm(request.POST or None)
+    form = SearchForm(request.POST or None, user=request.user)
     return drafts.form_page(request, form, TEMPLATE, {"measured": estimates.measured()},
                             lambda: drafts.create_draft(request, form))
 
@@ -306,6 +313,6 @@ def edit(request: HttpRequest, search: Search) -> HttpResponse:
     """An architecture search's draft in the form, prefilled; saved (and launched) when valid, unchanged when
     not. ``pages.search_edit`` has checked that the search is the user's and still a draft."""
     form = SearchForm(request.POST or None, initial=SearchForm.initial_from(search.name, search.config),
-                      base=search.config)
+                      base=search.config, user=search.owner)
     return drafts.form_page(request, form, TEMPLATE, {"search": search, "measured": estimates.measured()},
                             lambda: drafts.save_draft(request, search, form, saved_to="search-edit"))

@@ -17,6 +17,7 @@ from webapp.dashboard.curve_chart import CURVE_WAITS, individual_curve
 from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
 from webapp.searches.kinds import kind_of, kinds
+from webapp.searches.data_config import dataset_argument
 from webapp.searches.models import Individual, Search
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.services import exports, lifecycle, node_control, nodes, queries, scaling
@@ -141,7 +142,7 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "timings": sorted((name, display.seconds(value)) for name, value in timings),
         "fitness": display.metric("fitness", individual.fitness),
         "duration": display.seconds(individual.duration),
-        "blocks": architecture.blocks(search.config["space"], individual.genome, search.config["dataset"]),
+        "blocks": architecture.blocks(search.config["space"], individual.genome, dataset_argument(search.config)),
         "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),

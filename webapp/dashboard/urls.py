@@ -1,7 +1,7 @@
 from django.urls import path
 
-from webapp.dashboard import (api, architecture_form, assets, downloads, node_views, pages, weights_form,
-                              weights_pages)
+from webapp.dashboard import (api, architecture_form, assets, dataset_views, downloads, node_views, pages,
+                              weights_form, weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -23,6 +23,12 @@ urlpatterns = [
     path("searches/<int:search_id>/individuals/<int:number>/architecture.zip", downloads.individual_zip,
          name="download-individual"),
     path("nodes/", pages.node_list, name="nodes"),
+    path("datasets/", dataset_views.dataset_list, name="dataset-list"),
+    path("datasets/<str:name>/", dataset_views.dataset_detail, name="dataset-detail"),
+    path("datasets/<str:name>/samples/<int:label>/<int:index>.png", dataset_views.dataset_sample,
+         name="dataset-sample"),
+    path("api/datasets/", dataset_views.api_datasets, name="api-datasets"),
+    path("api/datasets/<str:name>/", dataset_views.api_dataset, name="api-dataset"),
     path("nodes/<str:node>/<str:action>/", node_views.node_action, name="node-action"),
     path("api/nodes/", node_views.api_nodes, name="api-nodes"),
     path("api/nodes/<str:node>/<str:action>/", node_views.api_node_action, name="api-node-action"),

@@ -4,7 +4,8 @@ checked once when the search is created or edited (through :func:`webapp.searche
 ```
 {"space": {"name": "chain", "max_layers": 6},            # nas.spaces.space_from_config
  "strategy": {"name": "regularized", "seed": 0, "params": {"population": 8, "sample_size": 3, "max_evaluations": 24}},
- "dataset": "digits",                                    # evaluators.catalog.DATASETS
+ "dataset": "digits",                                    # evaluators.catalog.DATASETS, or a registered set
+ "data": {"input_size": 32, "validation_share": 0.2, "augment": false},   # registered sets only: data_config
  "training": {"epochs": 3, "batch_size": 64, ...},       # evaluators.budget.TrainingBudget
  "evaluation": {"mode": "train", "keep_weights": 5},     # or {"mode": "simulated", "duration": 1.0, ...}
  "pool": "eval"}                                         # the evaluation queue: eval or eval.<name>
@@ -22,7 +23,6 @@ import re
 from typing import Any
 
 from evaluators import budget
-from evaluators.catalog import DATASETS
 from nas.spaces import space_from_config, space_to_config
 from nas.strategies import STRATEGIES, get_strategy
 from webapp.searches import pruner_config, starter
@@ -31,6 +31,7 @@ from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import fields as _fields
 from webapp.searches.checks import number as _number
 from webapp.searches.checks import section as _section
+from webapp.searches.data_config import check_dataset
 from webapp.searches.gang_config import check_gang_fields
 from webapp.searches.kinds import SearchKind
 
@@ -138,8 +139,9 @@ def _gangs(data: dict[str, Any], simulated: bool) -> dict[str, Any]:
 
 def check_architecture_config(data: dict[str, Any]) -> dict[str, Any]:
     """The configuration with every default filled in, or :class:`ConfigError` naming the first bad field."""
-    data = starter.fill({key: value for key, value in data.items() if key != "kind"})
-    allowed = ["dataset", "evaluation", "pool", "pruner", "space", "strategy", "training"]
+    # "registered" is the server's (webapp.services.datasets.resolve_dataset), looked up again on every check
+    data = starter.fill({key: value for key, value in data.items() if key not in ("kind", "registered")})
+    allowed = ["data", "dataset", "evaluation", "pool", "pruner", "space", "strategy", "training"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:
         raise ConfigError(str(unknown[0])[:100], f"unknown field; the fields are {', '.join(allowed)}")
@@ -167,7 +169,7 @@ def check_architecture_config(data: dict[str, Any]) -> dict[str, Any]:
     checked = {
         "space": space_to_config(space),
         "strategy": {"name": name, "seed": built.seed, "params": built.params},
-        "dataset": _choice("dataset", data.get("dataset", "digits"), list(DATASETS)),
+        **check_dataset(data),
         "training": check_training(data.get("training")),
         "evaluation": check_evaluation(data.get("evaluation")),
         "pool": check_pool(data.get("pool", "eval")),

@@ -9,6 +9,7 @@ from typing import Any
 
 from evaluators.catalog import unavailable
 from webapp.searches.checks import ConfigError, choice
+from webapp.searches.data_config import dataset_argument
 from webapp.searches.kinds import DEFAULT, kind_of, kinds
 
 __all__ = ["ConfigError", "check_config", "check_dataset_installed", "check_sources_visible", "planned_evaluations"]
@@ -42,6 +43,6 @@ def check_dataset_installed(config: dict[str, Any]) -> None:
     Simulated evaluations load no data, so they pass."""
     if config.get("evaluation", {}).get("mode") == "simulated":
         return
-    problem = unavailable(config["dataset"])
+    problem = unavailable(dataset_argument(config))
     if problem is not None:
         raise ConfigError("dataset", problem)

@@ -23,6 +23,8 @@ from evaluators.catalog import VALIDATION_FRACTION
 from evaluators.model_source import standalone_source
 from nas.spaces import space_from_config
 from webapp.searches.models import Event, Individual, Search, Weights
+from webapp.searches.data_config import dataset_argument
+from webapp.services.predict_script import prediction_files
 from webapp.searches.ranking import best_individuals
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,7 @@ def genome_document(search: Search, individual: Individual) -> dict[str, Any]:
     """The genome with what is needed to rebuild and judge it (space, dataset, training, results)."""
     return {
         "search": search.pk, "search_name": search.name, "number": individual.number, "key": individual.key,
-        "genome": individual.genome, "space": search.config["space"], "dataset": search.config["dataset"],
+        "genome": individual.genome, "space": search.config["space"], "dataset": dataset_argument(search.config),
         "training": search.config["training"], "description": individual.description,
         "fitness": individual.fitness, "metrics": individual.metrics, "node": individual.node,
         "device": individual.device,
@@ -156,7 +158,7 @@ def architecture_files(search: Search, individual: Individual) -> dict[str, byte
         files["model.py"] = stored.source.encode()
     else:
         try:
-            files["model.py"] = standalone_source(individual.genome, search.config["space"], search.config["dataset"],
+            files["model.py"] = standalone_source(individual.genome, search.config["space"], dataset_argument(search.config),
                                                   normalization_of(individual)).encode()
         except Exception as error:  # one architecture that does not build must not spoil the download
             log.warning("no source for individual %s of search %s: %s", individual.number, search.pk, error)
@@ -168,6 +170,7 @@ def architecture_files(search: Search, individual: Individual) -> dict[str, byte
         files["weights.pt"] = bytes(stored.data)
         if stored.onnx:
             files["model.onnx"] = bytes(stored.onnx)
+        files.update(prediction_files(search.config))  # a registered set: predict.py prints class names
     return files
 
 
@@ -243,6 +246,9 @@ def _write_architecture(archive: zipfile.ZipFile, prefix: str, search: Search, i
     files = architecture_files(search, individual)
     if "weights.pt" in files:
         script = _scoring_script(search, individual)
+        if "predict.py" in files:
+            script = ("\nPredict the class of each image under a folder (class folders also score it):\n\n"
+                      "    python predict.py FOLDER\n")
         if script:
             files["README.txt"] = (f"{individual.description}\n" + script).encode()
     for name, data in files.items():

@@ -13,6 +13,7 @@ from webapp.messaging import dispatch, transport
 from webapp.searches.config import (ConfigError, check_config, check_dataset_installed, check_sources_visible,
                                     planned_evaluations)
 from webapp.services import queries
+from webapp.services.datasets import resolve_dataset
 from webapp.searches.models import Search
 
 
@@ -46,7 +47,7 @@ def check_name(name: Any) -> str:
 def create_search(owner, name: str, config: Any) -> Search:
     """A draft search with its name and configuration checked (:class:`ActionError` for the name,
     :class:`~webapp.searches.config.ConfigError` for the configuration); nothing is saved if either is bad."""
-    checked = check_config(config)
+    checked = resolve_dataset(check_config(config), owner)  # a registered set: the owner's or a shared one
     check_sources_visible(checked, queries.visible_searches(owner))  # seed 001: another user's best stays theirs
     check_dataset_installed(checked)
     name = check_name(name)
@@ -58,7 +59,7 @@ def create_search(owner, name: str, config: Any) -> Search:
 def update_draft(search: Search, name: Any, config: Any) -> Search:
     """Change a draft's name and configuration, both checked as at creation; :class:`ActionError` once it was
     launched (nothing changes then, nor when either is bad)."""
-    checked = check_config(config)
+    checked = resolve_dataset(check_config(config), search.owner)
     check_sources_visible(checked, queries.visible_searches(search.owner))
     check_dataset_installed(checked)
     name = check_name(name)

@@ -10,9 +10,11 @@
 | ``REDIS_URL`` | the embedded server's URL (``NAS_STATE_DIR/redis.url``, else its port in ``redis.port``) | Celery broker, result backend, Channels layer |
 | ``NAS_STATE_DIR`` | ``.state`` in the repository | the local database, Redis's AOF files, logs |
 | ``NAS_DATA_DIR`` | ``data`` in the repository | datasets (CIFAR-10, Fashion-MNIST) |
+| ``NAS_DATASET_ROOTS`` | ``NAS_DATA_DIR`` | folders (``os.pathsep``-separated) a registered data set's path must lie under |
 """
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,6 +25,10 @@ from webapp.settings.env import env_bool, env_int, env_list, env_str, redis_cach
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(env_str("NAS_STATE_DIR", str(BASE_DIR / ".state"))).resolve()
 DATA_DIR = Path(env_str("NAS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+# Registered data sets must lie under one of these folders (os.pathsep-separated; symlinks resolved before the
+# check), so nobody registers /etc: by default the data folder.
+NAS_DATASET_ROOTS = [str(Path(p).expanduser().resolve())
+                     for p in env_str("NAS_DATASET_ROOTS", str(DATA_DIR)).split(os.pathsep) if p]
 
 # No default written here (anyone could read it): ``local`` makes a key per state folder, ``test`` uses fixed test
 # keys, ``production`` refuses to start without one.
@@ -42,6 +48,7 @@ INSTALLED_APPS = [
     "axes",
     "webapp.stack",
     "webapp.searches",
+    "webapp.datasets",
     "webapp.dashboard",
 ]
 
