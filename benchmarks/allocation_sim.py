@@ -25,6 +25,8 @@ from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
 
+SEARCH = 1  #: the simulated search's id in the host records
+
 #: A decision: (model, host records, pending work, now, the host that pulled, exact free devices) -> Allocation.
 Policy = Callable[[ThroughputModel, list, Pending, float, str, dict], Allocation]
 
@@ -87,7 +89,7 @@ def _fitness(key: str) -> float:
 def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: float, here: str,
                 free: dict) -> Allocation:
     """``auto``: the expected-makespan planner, exactly as the worker calls it."""
-    return decide(model, records, pending, now, here, free)
+    return decide(model, records, pending, now, here, free, search=SEARCH)
 
 
 def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
@@ -120,18 +122,26 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             planned = strategy.planned()
             more = 0 if barrier else (None if planned is None else max(0, planned - asked))
             pending = Pending(len(waiting), more)
-            # the candidate is pulled by a worker with free devices (the one with the most), and runs there
-            here = min(free, key=lambda name: (-free[name], name))
-            if len(sizes) == 1:
-                choice = _fixed({here: free[here]}, sizes[0])
-            else:
-                choice = policy(model, list(records.values()), pending, now, here, dict(free))
-            if choice.host is None:
+            # the candidate is pulled by a worker with free devices (the one with the most first) and runs there;
+            # a worker whose allocator says "wait" leaves it to the next one (the real one would hold it and ask
+            # again, while the other workers pull the next candidates)
+            choice = None
+            for here in sorted((name for name in free if free[name] >= min(sizes)), key=lambda n: (-free[n], n)):
+                if len(sizes) == 1:
+                    choice = _fixed({here: free[here]}, sizes[0])
+                else:
+                    choice = policy(model, list(records.values()), pending, now, here, dict(free))
+                if choice.host is not None:
+                    break
+            if choice is None or choice.host is None:
                 break
             candidate = waiting.popleft()
-            single = draw_duration(config, candidate.key)
+            # the n-th candidate of a search takes the n-th draw, whichever split runs it: splits are compared on
+            # the same durations (a steady-state search asks different candidates under different splits, and one
+            # very long candidate in one of them would otherwise decide the comparison)
+            single = draw_duration(config, f"{scenario.name}:{seed}:{outcome.evaluations}")
             seconds = gang_duration(single, choice.gang, scenario.efficiency)
-            entry = running_entry(scenario.name, choice.gang, now, model, choice.host)
+            entry = running_entry(SEARCH, choice.gang, now, model, choice.host)
             records[choice.host]["running"].append(entry)
             heapq.heappush(running, (now + seconds, sequence, candidate, choice.gang, choice.host, entry))
             sequence += 1

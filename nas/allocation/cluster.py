@@ -38,9 +38,14 @@ def host_state(record: Mapping[str, Any], now: float, free: int | None = None) -
 
 
 def decide(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
-           here: str | None = None, free: Mapping[str, int] | None = None,
+           here: str | None = None, free: Mapping[str, int] | None = None, search: Any = None,
            allocator: Allocator | None = None) -> Allocation:
-    """The allocation for the next candidate of a search with ``model``, from the published hosts: run ``here``
-    (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known."""
+    """The allocation for the next candidate of ``search`` (its ``model``), from the published hosts: run ``here``
+    (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known. The search's own
+    running evaluations (by their ``search`` field) fill ``pending.running``."""
     hosts = [host_state(record, now, (free or {}).get(str(record["host"]))) for record in records]
+    if search is not None and not pending.running:
+        mine = tuple(int(r["gang"]) for record in records for r in record.get("running", ())
+                     if str(r.get("search")) == str(search))
+        pending = Pending(pending.waiting, pending.more, mine)
     return (allocator or Allocator(model)).choose(hosts, pending, here)

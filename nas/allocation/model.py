@@ -19,6 +19,9 @@ from nas.allocation.efficiency import EfficiencySpec, check_efficiency, efficien
 
 #: How far (standard deviation, log scale) a gang's or a host's effect is expected to lie from the prior before data.
 EFFECT_PRIOR = 0.5  # per doubling of the gang
+#: The efficiency curve assumed before measurements: 0.8 kept per device added to the gang, the middle (in log
+#: scale) of the candidates one meets: from 0.6 (small models, the AllReduce dominates) to 0.97 (large ones).
+PRIOR_PER_ADDED_DEVICE = 0.8
 #: How many measurements the prior spread counts for.
 SPREAD_WEIGHT = 4.0
 
@@ -28,7 +31,8 @@ class ThroughputModel:
 
     Args:
         prior_duration: mean seconds one evaluation is assumed to take on one device before any measurement.
-        prior_efficiency: the efficiency curve assumed before measurements (see ``check_efficiency``).
+        prior_efficiency: the efficiency curve assumed before measurements (see ``check_efficiency``; default
+            ``PRIOR_PER_ADDED_DEVICE`` per device added).
         prior_weight: how many measurements the prior duration counts for (0: the first measurement replaces it;
             a wrong prior duration would otherwise be read as a gang size that scales badly).
         decay: how much every older measurement fades per new one (0: never; the default keeps ~50 in view).
@@ -46,6 +50,8 @@ class ThroughputModel:
         if not 0 <= prior_spread <= 5:
             raise ValueError(f"`prior_spread` must be in [0, 5] (got {prior_spread!r})")
         self.prior_duration = float(prior_duration)
+        if prior_efficiency is None:
+            prior_efficiency = {str(g): PRIOR_PER_ADDED_DEVICE ** (g - 1) for g in (2, 4, 8, 16, 32, 64)}
         self.prior_efficiency = check_efficiency(prior_efficiency, "prior_efficiency")
         self.prior_weight = float(prior_weight)
         self.decay = float(decay)
@@ -131,6 +137,19 @@ class ThroughputModel:
         """Expected (mean) seconds of one evaluation on ``gang`` devices of ``host``."""
         m, b, c, spread = self._fitted()
         return math.exp(m + b.get(host, 0.0) + c.get(gang, 0.0) + spread ** 2 / 2 - self._equivalent(gang))
+
+    def uncertainty(self, gang: int) -> float:
+        """How unsure the model is of a gang size's efficiency: the posterior standard deviation of its log effect
+        (0 for one device; the prior's ``EFFECT_PRIOR`` per doubling before any measurement of that size)."""
+        if gang <= 1:
+            return 0.0
+        variance = max(self.spread() ** 2, 1e-6)
+        weight = sum(s[0] for (_, g), s in self._stats.items() if g == gang)
+        others = sum(s[0] for (_, g), s in self._stats.items() if g != gang)
+        prior = (EFFECT_PRIOR * math.log2(gang)) ** 2
+        if not weight or not others:
+            return math.sqrt(prior)  # measured alone, a gang size's effect cannot be told from the durations
+        return math.sqrt(1.0 / (1.0 / (variance / weight + variance / others) + 1.0 / prior))
 
     def spread(self) -> float:
         """How much one evaluation's duration varies: the standard deviation of ``log(seconds)`` around its

@@ -7,7 +7,8 @@ ones, the expected time left of what they run (``HostState``), and the search's 
 the efficiency of each gang size, with a prior until there are data). It then plays out every plan "a gang of
 ``first`` for this candidate, gangs of ``rest`` for every one after it" (each gang size the workers allow, for
 both), placing candidates in turn on the devices that free up first, over the same ``samples`` draws of the
-durations for every plan (lognormal with the measured spread), and takes the plan with the soonest expected end;
+durations for every plan (lognormal with the measured spread; each gang size's efficiency drawn as uncertain as
+the model still is about it), and takes the plan with the soonest expected end;
 within ``tolerance`` of it, one whose first gang fits now, then one that treats this candidate like the rest, then
 the smaller gang (more evaluations per device-hour).
 
@@ -53,6 +54,7 @@ class Pending:
     waiting: int  #: candidates asked and waiting for devices, the one being placed included (at least 1)
     more: int | None = None  #: candidates the strategy can still give before its next barrier or its end;
     #: ``None``: no limit known (a steady-state search without a budget)
+    running: tuple[int, ...] = ()  #: the gang sizes of this search's evaluations running now
 
     @property
     def total(self) -> int | None:
@@ -118,6 +120,7 @@ class Allocator:
         if here is not None and all(host.name != here for host in hosts):
             raise ValueError(f"host {here!r} is not among the hosts given")
         self._here = here
+        self._running = tuple(pending.running)
         if pending.waiting < 1:
             raise ValueError(f"`waiting` must be at least 1 (got {pending.waiting})")
         sizes = sorted({size for host in hosts for size in host.sizes})
@@ -141,7 +144,7 @@ class Allocator:
         first, rest = min(good, key=lambda pair: (self._place(hosts, pair[0]) is None, pair[0] != pair[1], pair))
         end = plans[(first, rest)]
         host = self._place(hosts, first)
-        probe = self._probe(hosts, plans, soonest, first)
+        probe = self._probe(hosts, plans, soonest, first) if work > 1 else None
         if probe is not None:
             (first, rest), end = probe, plans[probe]
             host = self._place(hosts, first)
@@ -159,7 +162,7 @@ class Allocator:
         what = (f"the remaining {_plural(work, 'candidate')}" if total is not None
                 else f"the next {_plural(work, 'candidate')} (no end in sight)")
         verb = "wait for " if host is None else ""
-        reason = (f"{verb}gang of {first}: {what} are expected to finish in ~{end:,.0f} s with {first} for this "
+        reason = (f"{verb}gang of {first}: {what} {'is' if work == 1 else 'are'} expected to finish in ~{end:,.0f} s with {first} for this "
                   f"one{after}{against} ({devices} devices, spread {self.model.spread():.2f})")
         return Allocation(host, first, reason, "plan" if host else "wait", round(end, 1), rest)
 
@@ -168,10 +171,11 @@ class Allocator:
         """A plan that measures a gang size barely measured yet, if one that fits now costs at most
         ``probe_cost`` of the soonest end (without two sizes measured, the model cannot tell their efficiency from
         the candidates' duration)."""
-        if self.model.measurements(chosen) < self.probe:
-            return None
+        def seen(gang: int) -> int:  # measured, or on its way to be
+            return self.model.measurements(gang) + self._running.count(gang)
+
         options = [(value, pair) for pair, value in plans.items()
-                   if self.model.measurements(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
+                   if pair[0] != chosen and seen(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
                    and self._place(hosts, pair[0]) is not None]
         return min(options)[1] if options else None
 
@@ -188,7 +192,12 @@ class Allocator:
             unknown = h.devices - h.free - len(h.busy)
             base[index, :h.devices] = sorted([0.0] * (h.free + unknown) + [float(t) for t in h.busy])
         base = np.broadcast_to(base, (self.samples, *base.shape))
-        durations = {(h.name, s): self.model.duration(h.name, s) for h in hosts for s in h.sizes}
+        # how well each gang size scales is itself uncertain until measured: each draw takes one efficiency per
+        # size (the same direction for every size: a model that scales badly on pairs does on quads), so plans that
+        # bet on an unmeasured gang size pay for the risk
+        unsure = rng.standard_normal(self.samples)
+        durations = {(h.name, s): self.model.duration(h.name, s) * np.exp(unsure * self.model.uncertainty(s))
+                     for h in hosts for s in h.sizes}
         result = {}
         for first in sizes:
             placed = self._place_first(hosts, base, durations, first, factors[:, 0], getattr(self, "_here", None))
@@ -243,7 +252,7 @@ class Allocator:
         if not slots:
             return None
         free = np.concatenate(slots, axis=1)
-        cost = np.asarray(seconds)
+        cost = np.stack(seconds, axis=1)
         explicit = min(count, factors.shape[1], self.explicit * free.shape[1])
         spread_over = count - explicit
         if spread_over:
@@ -251,7 +260,7 @@ class Allocator:
         rows = np.arange(free.shape[0])
         for j in range(explicit):
             slot = np.argmin(free + cost, axis=1)
-            free[rows, slot] += cost[slot] * factors[:, j]
+            free[rows, slot] += cost[rows, slot] * factors[:, j]
         return np.maximum(free.max(axis=1), floor)
 
     def _place(self, hosts: Sequence[HostState], gang: int) -> str | None:
@@ -266,7 +275,7 @@ def _water_fill(free: np.ndarray, cost: np.ndarray, count: int) -> np.ndarray:
     """The slots' free times after ``count`` candidates of mean ``cost`` seconds per slot fill them up to one level
     (the level where the slots' capacity below it holds ``count`` candidates), per draw."""
     low = free.min(axis=1)
-    high = free.max(axis=1) + count * cost.max()
+    high = free.max(axis=1) + count * cost.max(axis=1)
     for _ in range(40):
         level = (low + high) / 2
         held = (np.maximum(0.0, level[:, None] - free) / cost).sum(axis=1)

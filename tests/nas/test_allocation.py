@@ -144,6 +144,7 @@ def test_time_left_of_a_running_evaluation():
 # --- the policy ------------------------------------------------------------------------------------------------
 
 def allocator(single: float = 60.0, per_doubling: float = 0.9, spread: float = 0.3, **options) -> Allocator:
+    options.setdefault("probe", 0)  # the plans alone; probes have their own test
     return Allocator(ThroughputModel(prior_duration=single, prior_efficiency=per_doubling, prior_spread=spread),
                      **options)
 
@@ -168,8 +169,9 @@ def test_widely_spread_durations_call_for_gangs_even_with_much_work():
     assert calm.gang == 1 and wild.gang > 1
 
 
-def test_last_candidate_takes_the_whole_host_when_it_scales():
-    assert allocator(per_doubling=0.95).choose([host()], Pending(waiting=1, more=0)).gang == 16
+def test_last_candidate_takes_a_big_gang_when_it_scales():
+    # 16 is not sure to scale until measured (the plans draw its efficiency as uncertain as it is): 8 or 16
+    assert allocator(per_doubling=0.95).choose([host()], Pending(waiting=1, more=0)).gang >= 8
 
 
 def test_poor_scaling_keeps_one_device():
@@ -246,7 +248,7 @@ def test_host_records_count_every_search_as_busy_with_its_time_left():
               "running": [running_entry(7, 2, 1000.0, model, "a"), running_entry("other", 1, 1050.0, model, "a")]}
     state = host_state(record, now=1060.0)
     assert (state.free, len(state.busy)) == (1, 3)
-    assert sorted(state.busy)[0] == pytest.approx(time_left(100.0 / (2 * efficiency(2)), 60.0, 0.5), rel=1e-3)
+    assert sorted(state.busy)[0] == pytest.approx(time_left(model.duration("a", 2), 60.0, 0.5), rel=1e-3)
     assert host_state(record, now=1060.0, free=2).free == 2  # the worker's ledger knows its own host exactly
 
 

@@ -4,7 +4,8 @@ allocator reads to decide with the whole cluster, not only its own host.
 Per host a hash ``nas:gang:host:<host>``: field ``info`` (its devices and gang sizes), and one field per evaluation
 running there, of any search (``run:<token>``: search, gang, start time, expected seconds, spread). A worker writes
 ``info`` whenever it decides, adds its run when it claims devices and removes it when it releases them; every host
-is listed in the set ``nas:gang:hosts``. A host nobody has touched for ``TTL`` seconds expires (a worker that is
+is listed in the set ``nas:gang:hosts``. Each decision, with everything it was made from, is kept in a short list
+per search (``nas:gang:decisions:<search>``), so it can be replayed and checked. A host nobody has touched for ``TTL`` seconds expires (a worker that is
 gone); a run left by a killed process is dropped once it is far beyond what it was expected to take.
 """
 from __future__ import annotations
@@ -81,3 +82,31 @@ def read_hosts(now: float | None = None) -> list[dict[str, Any]]:
         running = [r for r in running if now - float(r["started"]) < STALE * max(1.0, float(r["expected"]))]
         records.append({"host": name, "devices": int(info["devices"]), "sizes": info["sizes"], "running": running})
     return records
+
+
+def decisions_key(search_id: int) -> str:
+    return f"nas:gang:decisions:{search_id}"
+
+
+#: decisions kept per search, the newest
+DECISIONS = 500
+
+
+def record_decision(search_id: int, decision: dict[str, Any]) -> None:
+    """One decision and its inputs (model, host records, pending work, time, host, free devices) and its choice."""
+    try:
+        pipe = transport.client().pipeline()
+        pipe.lpush(decisions_key(search_id), json.dumps(decision))
+        pipe.ltrim(decisions_key(search_id), 0, DECISIONS - 1)
+        pipe.expire(decisions_key(search_id), TTL * 6 * 24)
+        pipe.execute()
+    except Exception as error:
+        log.warning("search %s: decision not recorded: %s", search_id, error)
+
+
+def read_decisions(search_id: int) -> list[dict[str, Any]]:
+    """The recorded decisions of a search, oldest first."""
+    try:
+        return [json.loads(raw) for raw in reversed(transport.client().lrange(decisions_key(search_id), 0, -1))]
+    except Exception:
+        return []

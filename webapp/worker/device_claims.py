@@ -99,8 +99,14 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
     records = {r["host"]: r for r in cluster_state.read_hosts()}
     records[host] = {"host": host, "devices": len(book.devices), "sizes": list(sizes),
                      "running": records.get(host, {}).get("running", [])}  # this host as its ledger says
-    return decide(allocation_state.load_model(search_id), list(records.values()),
-                  allocation_state.read_pending(search_id), time.time(), here=host, free={host: len(book.free())})
+    model, pending, now = allocation_state.load_model(search_id), allocation_state.read_pending(search_id), time.time()
+    free = {host: len(book.free())}
+    choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
+    cluster_state.record_decision(search_id, {
+        "individual": individual["individual"], "model": model.state_dict(), "records": list(records.values()),
+        "pending": [pending.waiting, pending.more], "search": search_id, "now": now, "here": host, "free": free,
+        "choice": choice.to_dict()})
+    return choice
 
 
 def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult]) -> EvaluationResult:
