@@ -10,6 +10,9 @@ searches. Run from the repository root::
 
     python benchmarks/allocation.py            # the full grid (a few minutes on 2 cores)
     python benchmarks/allocation.py --quick    # one seed, the grid's corners
+
+``auto`` is the planner (``nas.allocation``); ``dqn`` is seed 003's DQN agent (``benchmarks/allocation_dqn.py``),
+trained first on searches of the same grid with other seeds, and compared on the same scenarios.
 """
 from __future__ import annotations
 
@@ -22,20 +25,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.allocation_sim import Cluster, Scenario, per_added_device, simulate_search  # noqa: E402
+from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
+from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Scenario, grid_scenario, simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
-CLUSTERS = {"4 on 1 host": Cluster(1, 4), "16 on 4 hosts": Cluster(4, 4), "64 on 16 hosts": Cluster(16, 4)}
-SIGMAS = (0.3, 0.6, 1.0)
-RHOS = (0.6, 0.8, 0.9, 0.97)
 SPLITS = (1, 2, 4)
 
 
 def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) -> Scenario:
-    params = ({"population": args.population, "generations": args.generations} if strategy == "generational"
-              else {"population": args.population, "sample_size": 5, "max_evaluations": args.evaluations})
-    return Scenario(f"{strategy}, sigma {sigma:g}, rho {rho:g}", strategy, params, args.duration, sigma,
-                    per_added_device(rho))
+    return grid_scenario(strategy, sigma, rho, args.population, args.generations, args.evaluations, args.duration)
 
 
 def _run(job: tuple) -> tuple:
@@ -61,7 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=300.0, help="median seconds on one device (default 300)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--quick", action="store_true", help="one seed, sigma 0.3 and 1.0, rho 0.6 and 0.97")
-    parser.add_argument("--policies", default="plan", help="auto policies to compare, comma separated (plan, dqn)")
+    parser.add_argument("--policies", default="plan,dqn", help="auto policies to compare, comma separated (plan, dqn)")
+    parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
     args = parser.parse_args(argv)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
@@ -76,6 +75,8 @@ def main(argv: list[str] | None = None) -> None:
                 jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], gang, seed, "plan"))
             for policy in policies:
                 jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], "auto", seed, policy))
+    if "dqn" in policies and (args.dqn_episodes or not WEIGHTS.exists()):
+        train(args.dqn_episodes or 60)  # on seeds from 1000 on: the grid's seeds are 0..seeds-1
     with multiprocessing.Pool(args.workers) as pool:
         results = pool.map(_run, jobs, chunksize=1)
     runs: dict = {}

@@ -63,6 +63,22 @@ class Cluster:
         return [f"host{index}" for index in range(self.hosts)]
 
 
+#: The benchmark's grid (``benchmarks/allocation.py``; the DQN trains on it too).
+CLUSTERS = {"4 on 1 host": Cluster(1, 4), "16 on 4 hosts": Cluster(4, 4), "64 on 16 hosts": Cluster(16, 4)}
+SIGMAS = (0.3, 0.6, 1.0)
+RHOS = (0.6, 0.8, 0.9, 0.97)
+
+
+def grid_scenario(strategy: str, sigma: float, rho: float, population: int = 24, generations: int = 5,
+                  evaluations: int = 120, duration: float = 300.0) -> Scenario:
+    """One scenario of the grid: a generational or regularized search of candidates spread by ``sigma`` that keep
+    ``rho`` per device added to their gang."""
+    params = ({"population": population, "generations": generations} if strategy == "generational"
+              else {"population": population, "sample_size": 5, "max_evaluations": evaluations})
+    return Scenario(f"{strategy}, sigma {sigma:g}, rho {rho:g}", strategy, params, duration, sigma,
+                    per_added_device(rho))
+
+
 @dataclasses.dataclass
 class Outcome:
     """What one simulated search measured."""

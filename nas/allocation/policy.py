@@ -162,7 +162,8 @@ class Allocator:
         what = (f"the remaining {_plural(work, 'candidate')}" if total is not None
                 else f"the next {_plural(work, 'candidate')} (no end in sight)")
         verb = "wait for " if host is None else ""
-        reason = (f"{verb}gang of {first}: {what} {'is' if work == 1 else 'are'} expected to finish in ~{end:,.0f} s with {first} for this "
+        be = "is" if work == 1 else "are"
+        reason = (f"{verb}gang of {first}: {what} {be} expected to finish in ~{end:,.0f} s with {first} for this "
                   f"one{after}{against} ({devices} devices, spread {self.model.spread():.2f})")
         return Allocation(host, first, reason, "plan" if host else "wait", round(end, 1), rest)
 

@@ -104,4 +104,5 @@ def test_the_timeline_names_the_devices_a_gang_held():
     assert charts.hover(point) == "#3 chain on cuda:0,cuda:1"
     assert charts.hover({"number": 3, "description": "chain", "devices": None}) == "#3 chain"
     why = {**point, "allocation": "gang of 2: the remaining 9 candidates ... <b>", "allocation_finish": "1840"}
-    assert charts.hover(why).endswith("<br>gang of 2: the remaining 9 candidates ... &lt;b&gt; (plan done ~1840 s after)")
+    assert charts.hover(why).endswith("<br>gang of 2: the remaining 9 candidates ... &lt;b&gt; "
+                                      "(plan done ~1840 s after)")

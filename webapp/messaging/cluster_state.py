@@ -3,10 +3,11 @@ allocator reads to decide with the whole cluster, not only its own host.
 
 Per host a hash ``nas:gang:host:<host>``: field ``info`` (its devices and gang sizes), and one field per evaluation
 running there, of any search (``run:<token>``: search, gang, start time, expected seconds, spread). A worker writes
-``info`` whenever it decides, adds its run when it claims devices and removes it when it releases them; every host
-is listed in the set ``nas:gang:hosts``. Each decision, with everything it was made from, is kept in a short list
-per search (``nas:gang:decisions:<search>``), so it can be replayed and checked. A host nobody has touched for ``TTL`` seconds expires (a worker that is
-gone); a run left by a killed process is dropped once it is far beyond what it was expected to take.
+``info`` at start and whenever it decides, adds its run when it claims devices and removes it when it releases
+them; every host is listed in the set ``nas:gang:hosts``. A host nobody has touched for ``TTL`` seconds expires (a
+worker that is gone); a run left by a killed process is dropped once it is far beyond what it was expected to take.
+Each decision, with everything it was made from, is kept in a short list per search (``nas:gang:decisions:<search>``),
+so it can be replayed and checked.
 """
 from __future__ import annotations
 
