@@ -2,9 +2,11 @@
 
 Durations are modelled in log space: ``log T(host, g) = m + b_host + c_g - log(g x prior_efficiency(g)) + noise``.
 ``m`` is the search's typical one-device duration, ``b_host`` how much slower or faster a host is, ``c_g`` how much
-worse a gang of ``g`` scales than the prior curve says (``c_1 = 0``), and the noise is the spread of durations from
+worse a gang of ``g`` scales than the prior curve says: one slope for every gang size times the prior's own loss
+``-log prior_efficiency(g)``, so ``efficiency(g) = prior_efficiency(g) ** (1 + x)`` (``c_1 = 0``; pooled, so pairs
+measured tell about quads), and the noise is the spread of durations from
 candidate to candidate (lognormal, standard deviation ``spread()``). Every measurement of every host and gang size
-informs ``m`` and the spread (pooled: the same search's candidates); host and gang effects are shrunk towards 0 (the
+informs ``m`` and the spread (pooled: the same search's candidates); host effects and the slope are shrunk towards 0 (the
 prior) by how much the measured spread leaves them uncertain, so one slow candidate on a pair does not make pairs
 look bad. Before any measurement: ``prior_duration`` seconds on one device, the prior efficiency curve of
 :mod:`nas.allocation.efficiency` and a spread of ``prior_spread``. Older measurements fade (``decay``), so a search
@@ -17,8 +19,11 @@ from typing import Any
 
 from nas.allocation.efficiency import EfficiencySpec, check_efficiency, efficiency
 
-#: How far (standard deviation, log scale) a gang's or a host's effect is expected to lie from the prior before data.
-EFFECT_PRIOR = 0.5  # per doubling of the gang
+#: How far (standard deviation, log scale) a host's effect is expected to lie from the typical host before data.
+EFFECT_PRIOR = 0.5
+#: How far (standard deviation) the exponent of the efficiency curve is expected to lie from the prior's before data:
+#: ``efficiency(g) = prior(g) ** (1 + x)``; around 0.8 per added device, 0.6 and 0.97 are x = 1.3 and -0.86.
+SLOPE_PRIOR = 1.5
 #: The efficiency curve assumed before measurements: 0.8 kept per device added to the gang, the middle (in log
 #: scale) of the candidates one meets: from 0.6 (small models, the AllReduce dominates) to 0.97 (large ones).
 PRIOR_PER_ADDED_DEVICE = 0.8
@@ -81,44 +86,58 @@ class ThroughputModel:
         stat[3] += 1
         self._fit = None
 
-    def _fitted(self) -> tuple[float, dict[str, float], dict[int, float], float]:
-        """(m, host effects, gang effects, spread): a few rounds of backfitting with shrinkage."""
+    def _fitted(self) -> tuple[float, dict[str, float], float, float]:
+        """(m, host effects, the log of how much better each added device scales than the prior, spread): a few
+        rounds of backfitting with shrinkage."""
         if self._fit is not None:
             return self._fit
         weight = sum(stat[0] for stat in self._stats.values())
         prior_var = self.prior_spread ** 2
         if not weight:
-            self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, {}, self.prior_spread)
+            self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, 0.0, self.prior_spread)
             return self._fit
-        hosts, gangs = {h for h, _ in self._stats}, {g for _, g in self._stats}
+        hosts = {h for h, _ in self._stats}
         b = {h: 0.0 for h in hosts}
-        c = {g: 0.0 for g in gangs}
+        delta = 0.0
         variance = prior_var
         m0 = math.log(self.prior_duration) - prior_var / 2
-        for _ in range(4):
+        for _ in range(6):
+            c = {g: self._effect(g, delta) for _, g in self._stats}
             total = sum(s[1] - s[0] * (b[h] + c[g]) for (h, g), s in self._stats.items())
             m = (self.prior_weight * m0 + total) / (self.prior_weight + weight)
-            for gang in gangs:
-                if gang == 1:
-                    continue
-                shrink = variance / (EFFECT_PRIOR * math.log2(gang)) ** 2
-                rows = [(s, b[h]) for (h, g), s in self._stats.items() if g == gang]
-                n = sum(s[0] for s, _ in rows)
-                effect = sum(s[1] - s[0] * (m + bh) for s, bh in rows) / (n + shrink)
-                # a gang is never more than perfectly efficient (the first to end are the short ones: biased)
-                c[gang] = max(effect, math.log(efficiency(gang, self.prior_efficiency)))
+            # one slope for every gang size, fitted on the devices each adds (pooled: pairs inform quads), shrunk
+            # towards the prior curve by how much the spread leaves it uncertain
+            rows = [(self._cost(g), s, b[h]) for (h, g), s in self._stats.items()]
+            kbar = sum(k * s[0] for k, s, _ in rows) / weight
+            lean = sum((k - kbar) * (s[1] - s[0] * bh) for k, s, bh in rows)
+            spread_k = sum(s[0] * (k - kbar) ** 2 for k, s, _ in rows)
+            if spread_k > 0:
+                delta = -lean / (spread_k + variance / SLOPE_PRIOR ** 2)
+            c = {g: self._effect(g, delta) for _, g in self._stats}
             shrink = variance / EFFECT_PRIOR ** 2
             for host in hosts:
-                rows = [(s, c[g]) for (h, g), s in self._stats.items() if h == host]
-                n = sum(s[0] for s, _ in rows)
-                b[host] = sum(s[1] - s[0] * (m + cg) for s, cg in rows) / (n + shrink) if len(hosts) > 1 else 0.0
+                rows_h = [(s, c[g]) for (h, g), s in self._stats.items() if h == host]
+                n = sum(s[0] for s, _ in rows_h)
+                b[host] = sum(s[1] - s[0] * (m + cg) for s, cg in rows_h) / (n + shrink) if len(hosts) > 1 else 0.0
             squares = 0.0
             for (h, g), s in self._stats.items():
                 mu = m + b[h] + c[g]
                 squares += max(0.0, s[2] - 2 * mu * s[1] + s[0] * mu * mu)
             variance = (SPREAD_WEIGHT * prior_var + squares) / (SPREAD_WEIGHT + weight)
-        self._fit = (m, b, c, math.sqrt(variance))
+        self._fit = (m, b, delta, math.sqrt(variance))
         return self._fit
+
+    def _effect(self, gang: int, delta: float) -> float:
+        """How much slower (log) a gang of ``gang`` is than the prior curve says, given the fitted slope: the slope
+        per added device, never past perfect efficiency."""
+        if gang <= 1:
+            return 0.0
+        return max(-self._cost(gang) * delta, -self._cost(gang))
+
+    def _cost(self, gang: int) -> float:
+        """What the prior curve says a gang of ``gang`` loses, ``-log(prior efficiency)``: the scale the fitted
+        slope multiplies (per added device under the default prior, per doubling under a per-doubling one)."""
+        return -math.log(efficiency(gang, self.prior_efficiency)) if gang > 1 else 0.0
 
     def measurements(self, gang: int) -> int:
         """How many evaluations on gangs of ``gang`` devices were measured, on every host."""
@@ -135,21 +154,22 @@ class ThroughputModel:
 
     def duration(self, host: str, gang: int) -> float:
         """Expected (mean) seconds of one evaluation on ``gang`` devices of ``host``."""
-        m, b, c, spread = self._fitted()
-        return math.exp(m + b.get(host, 0.0) + c.get(gang, 0.0) + spread ** 2 / 2 - self._equivalent(gang))
+        m, b, delta, spread = self._fitted()
+        return math.exp(m + b.get(host, 0.0) + self._effect(gang, delta) + spread ** 2 / 2 - self._equivalent(gang))
 
     def uncertainty(self, gang: int) -> float:
-        """How unsure the model is of a gang size's efficiency: the posterior standard deviation of its log effect
-        (0 for one device; the prior's ``EFFECT_PRIOR`` per doubling before any measurement of that size)."""
-        if gang <= 1:
-            return 0.0
+        """How unsure the model is of a gang size's duration through its efficiency, signed: the posterior standard
+        deviation of the fitted slope times how far ``gang``'s prior loss lies from the sizes measured (their
+        weighted mean; one device before any measurement, the prior's anchor). Sizes on the same side share the sign: a
+        slope better than fitted makes the bigger gangs faster and the smaller slower. Until two gang sizes are
+        measured the slope keeps the prior's ``SLOPE_PRIOR``."""
         variance = max(self.spread() ** 2, 1e-6)
-        weight = sum(s[0] for (_, g), s in self._stats.items() if g == gang)
-        others = sum(s[0] for (_, g), s in self._stats.items() if g != gang)
-        prior = (EFFECT_PRIOR * math.log2(gang)) ** 2
-        if not weight or not others:
-            return math.sqrt(prior)  # measured alone, a gang size's effect cannot be told from the durations
-        return math.sqrt(1.0 / (1.0 / (variance / weight + variance / others) + 1.0 / prior))
+        weight = sum(s[0] for s in self._stats.values())
+        kbar, spread_k = 0.0, 0.0
+        if weight:
+            kbar = sum(self._cost(g) * s[0] for (_, g), s in self._stats.items()) / weight
+            spread_k = sum(s[0] * (self._cost(g) - kbar) ** 2 for (_, g), s in self._stats.items())
+        return (self._cost(gang) - kbar) / math.sqrt(spread_k / variance + 1.0 / SLOPE_PRIOR ** 2)
 
     def spread(self) -> float:
         """How much one evaluation's duration varies: the standard deviation of ``log(seconds)`` around its

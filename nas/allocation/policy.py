@@ -29,6 +29,9 @@ import numpy as np
 
 from nas.allocation.model import ThroughputModel
 
+#: The widest spread (log scale) of a gang size's efficiency the plans draw.
+UNSURE_LIMIT = 1.0
+
 
 @dataclasses.dataclass(frozen=True)
 class HostState:
@@ -97,7 +100,7 @@ class Allocator:
     """
 
     def __init__(self, model: ThroughputModel, tolerance: float = 0.01, samples: int = 32, seed: int = 0,
-                 horizon: int = 8, explicit: int = 3, probe: int = 2, probe_cost: float = 0.1,
+                 horizon: int = 8, explicit: int = 8, probe: int = 4, probe_cost: float = 0.1,
                  **_ignored: Any) -> None:
         if not 0 <= tolerance < 1:
             raise ValueError(f"`tolerance` must be in [0, 1) (got {tolerance!r})")
@@ -194,10 +197,10 @@ class Allocator:
             base[index, :h.devices] = sorted([0.0] * (h.free + unknown) + [float(t) for t in h.busy])
         base = np.broadcast_to(base, (self.samples, *base.shape))
         # how well each gang size scales is itself uncertain until measured: each draw takes one efficiency per
-        # size (the same direction for every size: a model that scales badly on pairs does on quads), so plans that
-        # bet on an unmeasured gang size pay for the risk
+        # size (one slope for every size: a model that scales badly on pairs does on quads), with the model's
+        # expectation as its mean, so plans are compared under the posterior, not the prior's mean alone
         unsure = rng.standard_normal(self.samples)
-        durations = {(h.name, s): self.model.duration(h.name, s) * np.exp(unsure * self.model.uncertainty(s))
+        durations = {(h.name, s): self.model.duration(h.name, s) * _unsure(unsure, self.model.uncertainty(s))
                      for h in hosts for s in h.sizes}
         result = {}
         for first in sizes:
@@ -270,6 +273,16 @@ class Allocator:
         here = getattr(self, "_here", None)
         fits = [host for host in hosts if gang in host.sizes and host.free >= gang and here in (None, host.name)]
         return min(fits, key=lambda host: (host.free, host.name)).name if fits else None
+
+
+def _unsure(draws: np.ndarray, sigma: float) -> np.ndarray:
+    """Duration factors for an efficiency known up to a log standard deviation of ``sigma``, with mean 1: the
+    model's expectation stays the expectation (a plan on an unmeasured gang size is judged under the posterior, not
+    penalised for its uncertainty). At most ``UNSURE_LIMIT``: a wider lognormal's mean rests on draws too rare for the
+    samples, which would make every plan on it look instant."""
+    sigma = float(np.clip(sigma, -UNSURE_LIMIT, UNSURE_LIMIT))
+    factors = np.exp(draws * sigma)
+    return factors / factors.mean()  # the mean of these very draws: a plan is not favoured by a lucky sample
 
 
 def _water_fill(free: np.ndarray, cost: np.ndarray, count: int) -> np.ndarray:

@@ -175,8 +175,9 @@ def test_last_candidate_takes_a_big_gang_when_it_scales():
 
 
 def test_poor_scaling_keeps_one_device():
-    # efficiency 0.5 per doubling: a gang of g finishes no sooner than one device
-    choice = allocator(per_doubling=0.5).choose([host()], Pending(waiting=2, more=0))
+    # efficiency 0.4 per doubling: a gang of g finishes later than one device (at 0.5 they tie, and the plans'
+    # draws of an unmeasured efficiency decide a tie by a few %)
+    choice = allocator(per_doubling=0.4).choose([host()], Pending(waiting=2, more=0))
     assert choice.gang == 1
 
 
