@@ -100,7 +100,7 @@ class Allocator:
     """
 
     def __init__(self, model: ThroughputModel, tolerance: float = 0.01, samples: int = 32, seed: int = 0,
-                 horizon: int = 8, explicit: int = 8, probe: int = 4, probe_cost: float = 0.1,
+                 horizon: int = 8, explicit: int = 8, probe: int = 2, probe_cost: float = 0.1,
                  **_ignored: Any) -> None:
         if not 0 <= tolerance < 1:
             raise ValueError(f"`tolerance` must be in [0, 1) (got {tolerance!r})")
