@@ -1,98 +1,127 @@
-"""Gangs and the allocator on 16 simulated devices (seed 003's Table II, and its resource-aware scheduler):
-fixed splits 1 x 16, 4 x 4, 8 x 2 and 16 x 1 against ``auto``, for a generational and a regularized search,
-with small candidates (scale poorly over devices) and large ones (scale well).
+"""Gangs and the allocator over a grid a doubtful user would choose: clusters of one host and of many (4 devices on
+1 host, 16 on 4, 64 on 16), duration spreads from sigma 0.3 to 1.0, efficiency per added device from 0.6 to 0.97,
+regularized and generational searches, several seeds each; every fixed split and ``auto`` side by side.
 
-A discrete-event simulation (``benchmarks/allocation_sim.py``): the real strategies and the real allocator, the
-simulated evaluator's lognormal durations and its gang model ``T(g) = T(1) / (g x efficiency(g))``; no
+A discrete-event simulation (``benchmarks/allocation_sim.py``): the real strategies and the real decision
+(``nas.allocation.decide``, from host records as the gang workers publish them), the simulated evaluator's lognormal
+durations and its gang model ``T(g) = T(1) / (g x efficiency(g))`` with ``efficiency(g) = rho ** (g - 1)``; no
 processes, no sleeping, so the figures do not depend on this machine. Each figure is the mean over ``--seeds``
-searches. Printed: makespan, device utilisation (device-seconds busy / device-seconds available), speedup
-against one device (the same evaluations' one-device seconds, summed, over the makespan). Run from the
-repository root::
+searches. Run from the repository root::
 
-    python benchmarks/allocation.py
+    python benchmarks/allocation.py            # the full grid (a few minutes on 2 cores)
+    python benchmarks/allocation.py --quick    # one seed, the grid's corners
+
+``auto`` is the planner (``nas.allocation``); ``dqn`` is seed 003's DQN agent (``benchmarks/allocation_dqn.py``),
+trained first on searches of the same grid with other seeds, and compared on the same scenarios.
 """
 from __future__ import annotations
 
 import argparse
-import collections
+import itertools
+import multiprocessing
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.allocation_sim import Outcome, Scenario, simulate_search  # noqa: E402
+from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
+from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Scenario, grid_scenario, simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
-DEVICES = 16
-SPLITS = {"1 x 16": 16, "4 x 4": 4, "8 x 2": 2, "16 x 1": 1, "auto": "auto"}
+SPLITS = (1, 2, 4)
 
 
-def scenarios(args: argparse.Namespace) -> list[Scenario]:
-    generational = {"population": args.population, "generations": args.generations}
-    regularized = {"population": args.population, "sample_size": 5, "max_evaluations": args.evaluations}
-    small = {"duration": args.small_duration, "sigma": args.sigma, "efficiency": args.small_efficiency}
-    large = {"duration": args.large_duration, "sigma": args.sigma, "efficiency": args.large_efficiency}
-    return [
-        Scenario("generational, small", "generational", generational, **small),
-        Scenario("generational, large", "generational", generational, **large),
-        Scenario("regularized, small", "regularized", regularized, **small),
-        Scenario("regularized, large", "regularized", regularized, **large),
-    ]
+def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) -> Scenario:
+    return grid_scenario(strategy, sigma, rho, args.population, args.generations, args.evaluations, args.duration)
+
+
+def _run(job: tuple) -> tuple:
+    key, scenario_, cluster, gang, seed, policy = job
+    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy))
+    return key, gang if policy == "plan" or gang != "auto" else policy, seed, outcome.makespan, \
+        outcome.utilisation(cluster.total)
+
+
+def _policy(name: str):
+    if name == "plan":
+        return None
+    from benchmarks.allocation_dqn import dqn_policy
+    return dqn_policy()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5, help="searches per figure (default 5)")
-    parser.add_argument("--population", type=int, default=20)
-    parser.add_argument("--generations", type=int, default=10)
-    parser.add_argument("--evaluations", type=int, default=200, help="regularized: evaluations (default 200)")
-    parser.add_argument("--sigma", type=float, default=0.3, help="lognormal shape of the durations (default 0.3)")
-    parser.add_argument("--small-duration", type=float, default=60.0, help="small candidates: median seconds")
-    parser.add_argument("--small-efficiency", type=float, default=0.75, help="small: efficiency per doubling")
-    parser.add_argument("--large-duration", type=float, default=1800.0, help="large candidates: median seconds")
-    parser.add_argument("--large-efficiency", type=float, default=0.95, help="large: efficiency per doubling")
+    parser.add_argument("--seeds", type=int, default=3, help="searches per figure (default 3)")
+    parser.add_argument("--population", type=int, default=24)
+    parser.add_argument("--generations", type=int, default=5)
+    parser.add_argument("--evaluations", type=int, default=120, help="regularized: evaluations (default 120)")
+    parser.add_argument("--duration", type=float, default=300.0, help="median seconds on one device (default 300)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--quick", action="store_true", help="one seed, sigma 0.3 and 1.0, rho 0.6 and 0.97")
+    parser.add_argument("--policies", default="plan,dqn", help="auto policies to compare, comma separated (plan, dqn)")
+    parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
     args = parser.parse_args(argv)
-    report = Report(args.output, "Gangs and the allocator: 16 simulated devices, fixed splits against auto",
+    sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
+    seeds = 1 if args.quick else args.seeds
+    policies = args.policies.split(",")
+    keys = list(itertools.product(CLUSTERS, ("regularized", "generational"), sigmas, rhos))
+    jobs = []
+    for key in keys:
+        cluster_name, strategy, sigma, rho = key
+        for seed in range(seeds):
+            for gang in SPLITS:
+                jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], gang, seed, "plan"))
+            for policy in policies:
+                jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], "auto", seed, policy))
+    if "dqn" in policies and (args.dqn_episodes or not WEIGHTS.exists()):
+        train(args.dqn_episodes or 60)  # on seeds from 1000 on: the grid's seeds are 0..seeds-1
+    with multiprocessing.Pool(args.workers) as pool:
+        results = pool.map(_run, jobs, chunksize=1)
+    runs: dict = {}
+    for key, split, _, makespan, utilisation in results:
+        runs.setdefault(key, {}).setdefault(split, []).append((makespan, utilisation))
+    report = Report(args.output, "Gangs and the allocator: fixed splits against auto over clusters, spreads, scaling",
                     command_line(argv, "allocation.py"))
+    names = {"plan": "auto", "dqn": "dqn"}
     report.add(
         f"Discrete-event simulation (no processes; the figures do not depend on this machine): the real strategies "
-        f"(`nas.strategies`, pelee space) and allocator (`nas.allocation`), lognormal durations (sigma {args.sigma}). "
-        f"Small candidates: median {args.small_duration:g} s on one device, efficiency {args.small_efficiency:g} "
-        f"kept per doubling of the gang (a gang of 16 keeps {args.small_efficiency ** 4:.2f}); large: median "
-        f"{args.large_duration:g} s, {args.large_efficiency:g} per doubling ({args.large_efficiency ** 4:.2f} at "
-        f"16). Generational: population {args.population}, {args.generations} generations (a generation is about "
-        f"as large as the 16 devices: every generation is a tail); regularized: population {args.population}, "
-        f"{args.evaluations} evaluations. Mean of {args.seeds} seeds per figure; `auto` starts from a 60 s prior "
-        "and learns durations and efficiencies as its evaluations end.")
-    verdicts = []
-    for scenario in scenarios(args):
-        outcomes: dict[str, list[Outcome]] = {name: [] for name in SPLITS}
-        for seed in range(args.seeds):
-            for name, gang in SPLITS.items():
-                outcomes[name].append(simulate_search(scenario, DEVICES, gang, seed=seed))
-        makespan = {name: statistics.mean(o.makespan for o in runs) for name, runs in outcomes.items()}
-        best_fixed = min((value, name) for name, value in makespan.items() if name != "auto")
-        rows = []
-        for name, runs in outcomes.items():
-            gangs: collections.Counter = sum((o.gangs for o in runs), collections.Counter())
-            used = (", ".join(f"{g}: {n / args.seeds:.1f}" for g, n in sorted(gangs.items())) if name == "auto"
-                    else f"{SPLITS[name]}")
-            rows.append([name, f"{makespan[name]:,.0f}",
-                         f"{statistics.mean(o.utilisation(DEVICES) for o in runs):.2f}",
-                         f"{statistics.mean(o.speedup() for o in runs):.2f}",
-                         f"{makespan[name] / best_fixed[0]:.3f}",
-                         f"{statistics.mean(o.evaluations for o in runs):.0f}", used])
-        report.add(f"## {scenario.name}\n\n" + table(
-            ["split", "makespan, s", "device utilisation", "speedup vs 1 device", "makespan / best fixed",
-             "evaluations", "gang sizes used (auto: evaluations per size, per search)"], rows))
-        ratio = makespan["auto"] / best_fixed[0]
-        verdicts.append([scenario.name, best_fixed[1], f"{ratio:.3f}",
-                         "yes" if ratio <= 1.05 else "NO", "yes" if ratio < 1 else "no"])
-    report.add("## Verdict (target: auto within 5% of the best fixed split everywhere, better on at least one)\n\n"
-               + table(["scenario", "best fixed split", "auto / best fixed", "within 5%", "better than every fixed"],
-                       verdicts))
+        f"(`nas.strategies`, pelee space) and the real decision (`nas.allocation.decide`, from the host records the "
+        f"gang workers publish), lognormal durations with median {args.duration:g} s on one device, "
+        f"`efficiency(g) = rho ** (g - 1)`. Generational: population {args.population}, {args.generations} "
+        f"generations; regularized: population {args.population}, {args.evaluations} evaluations. Hosts of 4 "
+        f"devices (gangs of 1, 2 or 4; a gang never spans hosts). Mean of {seeds} seed(s) per figure; `auto` starts "
+        "from a 60 s prior and learns durations, their spread and each gang size's efficiency as evaluations end. "
+        "Cells: makespan in s (device utilisation); ratio: auto / the best fixed split.")
+    rows, worst = [], {}
+    for key in keys:
+        cell = {split: (statistics.mean(m for m, _ in v), statistics.mean(u for _, u in v))
+                for split, v in runs[key].items()}
+        best = min((cell[g][0], g) for g in SPLITS)
+        row = [key[0], key[1], f"{key[2]:g}", f"{key[3]:g}"]
+        row += [f"{cell[g][0]:,.0f} ({cell[g][1]:.2f})" for g in SPLITS]
+        for policy in policies:
+            split = "auto" if policy == "plan" else policy
+            ratio = cell[split][0] / best[0]
+            row += [f"{cell[split][0]:,.0f} ({cell[split][1]:.2f})", f"{ratio:.3f}"]
+            if ratio > worst.get(policy, (0.0,))[0]:
+                worst[policy] = (ratio, key, best[1])
+        rows.append(row)
+    headers = ["cluster", "search", "sigma", "rho"] + [f"fixed {g}" for g in SPLITS]
+    for policy in policies:
+        headers += [names.get(policy, policy), f"{names.get(policy, policy)} / best fixed"]
+    report.add("## Every scenario\n\n" + table(headers, rows))
+    verdict = []
+    for policy in policies:
+        ratio, key, best = worst[policy]
+        ratios = [float(row[4 + len(SPLITS) + 2 * policies.index(policy) + 1]) for row in rows]
+        verdict.append([names.get(policy, policy), f"{ratio:.3f}", f"{key[0]}, {key[1]}, sigma {key[2]:g}, "
+                        f"rho {key[3]:g} (best fixed: gangs of {best})", f"{statistics.mean(ratios):.3f}",
+                        f"{sum(r <= 1.05 for r in ratios)} of {len(ratios)}"])
+    report.add("## Verdict (target: within 5% of the best fixed split in every scenario)\n\n"
+               + table(["policy", "worst ratio to the best fixed split", "where", "mean ratio",
+                        "scenarios within 5%"], verdict))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""A discrete-event simulation of one search on a host of simulated devices: the real strategies
-(``nas.strategies``), the real allocator (``nas.allocation``) and the simulated evaluator's durations
-(``evaluators.simulated.draw_duration``, ``T(g) = T(1) / (g x efficiency(g))``), with no processes and no sleep.
+"""A discrete-event simulation of one search on a cluster of simulated devices: the real strategies
+(``nas.strategies``), the real decision (``nas.allocation.decide``, from host records exactly as gang workers
+publish them) and the simulated evaluator's durations (``evaluators.simulated.draw_duration``,
+``T(g) = T(1) / (g x efficiency(g))``), with no processes and no sleep.
 
-It does what the control loop does: ask the strategy for candidates (a barrier strategy for its whole open
-generation, a steady-state one for as many as devices could start), place each with the allocator, and tell
-the strategy each result when its evaluation ends. Used by ``benchmarks/allocation.py`` and its test.
+It does what the control loop and the workers do: ask the strategy for candidates (a barrier strategy for its whole
+open generation, a steady-state one for as many as devices could start), place each with the decision the worker
+makes (the search's throughput model, every host's published record: devices, gang sizes, what runs there, when it
+started and how long it was expected to take, and the pending work the loop publishes), and tell the strategy each
+result when its evaluation ends. Used by ``benchmarks/allocation.py`` and its test.
 """
 from __future__ import annotations
 
@@ -12,15 +15,20 @@ import collections
 import dataclasses
 import hashlib
 import heapq
+from collections.abc import Callable
 from typing import Any
 
 from evaluators.simulated import draw_duration
-from nas.allocation import Allocator, HostState, Pending, ThroughputModel, gang_duration, gang_sizes
+from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
+from nas.allocation import running_entry
 from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
 
-HOST = "sim"
+SEARCH = 1  #: the simulated search's id in the host records
+
+#: A decision: (model, host records, pending work, now, the host that pulled, exact free devices) -> Allocation.
+Policy = Callable[[ThroughputModel, list, Pending, float, str, dict], Allocation]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +40,43 @@ class Scenario:
     params: dict[str, Any]
     duration: float  #: median seconds of one evaluation on one device
     sigma: float  #: lognormal shape of the durations
-    efficiency: float  #: efficiency kept per doubling of the gang (``nas.allocation.efficiency``)
+    efficiency: Any  #: the gang efficiency curve (``nas.allocation.efficiency``: per doubling, or a table)
+
+
+def per_added_device(rho: float, largest: int = 64) -> dict[str, float]:
+    """The efficiency table of candidates that keep ``rho`` per device added to the gang: ``rho ** (g - 1)``."""
+    return {str(g): rho ** (g - 1) for g in range(2, largest + 1)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """``hosts`` hosts of ``devices`` devices each."""
+
+    hosts: int
+    devices: int
+
+    @property
+    def total(self) -> int:
+        return self.hosts * self.devices
+
+    def names(self) -> list[str]:
+        return [f"host{index}" for index in range(self.hosts)]
+
+
+#: The benchmark's grid (``benchmarks/allocation.py``; the DQN trains on it too).
+CLUSTERS = {"4 on 1 host": Cluster(1, 4), "16 on 4 hosts": Cluster(4, 4), "64 on 16 hosts": Cluster(16, 4)}
+SIGMAS = (0.3, 0.6, 1.0)
+RHOS = (0.6, 0.8, 0.9, 0.97)
+
+
+def grid_scenario(strategy: str, sigma: float, rho: float, population: int = 24, generations: int = 5,
+                  evaluations: int = 120, duration: float = 300.0) -> Scenario:
+    """One scenario of the grid: a generational or regularized search of candidates spread by ``sigma`` that keep
+    ``rho`` per device added to their gang."""
+    params = ({"population": population, "generations": generations} if strategy == "generational"
+              else {"population": population, "sample_size": 5, "max_evaluations": evaluations})
+    return Scenario(f"{strategy}, sigma {sigma:g}, rho {rho:g}", strategy, params, duration, sigma,
+                    per_added_device(rho))
 
 
 @dataclasses.dataclass
@@ -58,39 +102,66 @@ def _fitness(key: str) -> float:
     return 0.5 + 0.49 * int.from_bytes(digest[:8], "big") / 2**64
 
 
-def simulate_search(scenario: Scenario, devices: int, gang: int | str, seed: int = 0,
-                    prior_duration: float = 60.0) -> Outcome:
-    """Run ``scenario`` on one host of ``devices`` devices split into fixed gangs of ``gang`` or ``"auto"``."""
+def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: float, here: str,
+                free: dict) -> Allocation:
+    """``auto``: the expected-makespan planner, exactly as the worker calls it."""
+    return decide(model, records, pending, now, here, free, search=SEARCH)
+
+
+def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
+                    prior_duration: float = 60.0, policy: Policy | None = None) -> Outcome:
+    """Run ``scenario`` on ``devices`` (one host of that many, or a :class:`Cluster`) split into fixed gangs of
+    ``gang`` or ``"auto"`` (decided by ``policy``, the planner by default)."""
+    cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
+    policy = policy or plan_policy
     space = get_space("pelee")
     strategy = get_strategy(scenario.strategy, space, seed=seed, **scenario.params)
     barrier = isinstance(strategy, GenerationalStrategy)
-    sizes = gang_sizes(devices, gang)
-    allocator = Allocator(ThroughputModel(prior_duration=prior_duration))
+    sizes = gang_sizes(cluster.devices, gang)
+    model = ThroughputModel(prior_duration=prior_duration)
     config = {"duration": scenario.duration, "distribution": "lognormal", "sigma": scenario.sigma}
     outcome = Outcome()
-    now, free, asked, sequence = 0.0, devices, 0, 0
+    records = {name: {"host": name, "devices": cluster.devices, "sizes": list(sizes), "running": []}
+               for name in cluster.names()}
+    free = {name: cluster.devices for name in records}
+    now, asked, sequence = 0.0, 0, 0
     waiting: collections.deque = collections.deque()
-    running: list[tuple[float, int, Any, int, float, float]] = []  # (end, seq, candidate, gang, start, T(g))
+    running: list[tuple[float, int, Any, int, str, dict]] = []  # (end, seq, candidate, gang, host, record entry)
     while True:
         if barrier:
             fresh = strategy.ask(10**6)  # the whole open generation: the allocator sees the tail coming
         else:
-            fresh = strategy.ask(max(0, free // min(sizes) - len(waiting)))
+            fresh = strategy.ask(max(0, sum(free.values()) // min(sizes) - len(waiting)))
         asked += len(fresh)
         waiting.extend(fresh)
-        while waiting and free >= min(sizes):
+        while waiting and max(free.values()) >= min(sizes):
             planned = strategy.planned()
             more = 0 if barrier else (None if planned is None else max(0, planned - asked))
-            busy = tuple(end - now for end, _, _, g, _, _ in running for _ in range(g))
-            choice = allocator.choose([HostState(HOST, sizes, devices, free, busy)], Pending(len(waiting), more))
-            if choice.host is None:
+            pending = Pending(len(waiting), more)
+            # the candidate is pulled by a worker with free devices (the one with the most first) and runs there;
+            # a worker whose allocator says "wait" leaves it to the next one (the real one would hold it and ask
+            # again, while the other workers pull the next candidates)
+            choice = None
+            for here in sorted((name for name in free if free[name] >= min(sizes)), key=lambda n: (-free[n], n)):
+                if len(sizes) == 1:
+                    choice = _fixed({here: free[here]}, sizes[0])
+                else:
+                    choice = policy(model, list(records.values()), pending, now, here, dict(free))
+                if choice.host is not None:
+                    break
+            if choice is None or choice.host is None:
                 break
             candidate = waiting.popleft()
-            single = draw_duration(config, candidate.key)
+            # the n-th candidate of a search takes the n-th draw, whichever split runs it: splits are compared on
+            # the same durations (a steady-state search asks different candidates under different splits, and one
+            # very long candidate in one of them would otherwise decide the comparison)
+            single = draw_duration(config, f"{scenario.name}:{seed}:{outcome.evaluations}")
             seconds = gang_duration(single, choice.gang, scenario.efficiency)
-            heapq.heappush(running, (now + seconds, sequence, candidate, choice.gang, now, seconds))
+            entry = running_entry(SEARCH, choice.gang, now, model, choice.host)
+            records[choice.host]["running"].append(entry)
+            heapq.heappush(running, (now + seconds, sequence, candidate, choice.gang, choice.host, entry))
             sequence += 1
-            free -= choice.gang
+            free[choice.host] -= choice.gang
             outcome.busy += choice.gang * seconds
             outcome.serial += single
             outcome.evaluations += 1
@@ -100,10 +171,17 @@ def simulate_search(scenario: Scenario, devices: int, gang: int | str, seed: int
             if waiting:
                 raise RuntimeError(f"{scenario.name}: {len(waiting)} candidates wait with every device idle")
             break
-        end, _, candidate, g, _, seconds = heapq.heappop(running)
+        end, _, candidate, g, host, entry = heapq.heappop(running)
         now = end
-        free += g
-        allocator.model.observe(HOST, g, seconds)
+        free[host] += g
+        records[host]["running"].remove(entry)
+        model.observe(host, g, end - entry["started"])
         strategy.tell(candidate.id, Result(fitness=_fitness(candidate.key)))
     outcome.makespan = now
     return outcome
+
+
+def _fixed(free: dict[str, int], gang: int) -> Allocation:
+    """A fixed split: the gang on the host with the fewest free devices that fit it."""
+    fits = [(count, name) for name, count in free.items() if count >= gang]
+    return Allocation(min(fits)[1] if fits else None, gang, "fixed", "fixed" if fits else "wait")

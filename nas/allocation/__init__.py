@@ -3,13 +3,15 @@
 - :mod:`~nas.allocation.efficiency`: ``T(g) = T(1) / (g x efficiency(g))`` and the gang sizes a worker allows.
 - :mod:`~nas.allocation.model`: the throughput per (host, gang size), learned from measured durations.
 - :mod:`~nas.allocation.policy`: the choice per dispatch, with its reason in words.
+- :mod:`~nas.allocation.cluster`: the hosts as gang workers publish them, and the decision made from them.
 
 Pure Python and numpy: the control loop, the benchmarks and the tests use it without torch.
 """
 from __future__ import annotations
 
+from nas.allocation.cluster import decide, host_state, running_entry
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
-from nas.allocation.model import ThroughputModel
+from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
 
 __all__ = [
@@ -19,6 +21,10 @@ __all__ = [
     "Pending",
     "ThroughputModel",
     "check_efficiency",
+    "decide",
+    "host_state",
+    "running_entry",
+    "time_left",
     "efficiency",
     "gang_duration",
     "gang_sizes",

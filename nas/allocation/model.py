@@ -1,49 +1,72 @@
 """What one evaluation of this search takes on a gang of ``g`` devices of a host, learned from measurements.
 
-Before any measurement the model assumes ``prior_duration`` seconds on one device and the efficiency curve of
-:mod:`nas.allocation.efficiency`; each measured duration moves the estimate of its (host, gang size) towards
-what was measured (an exponentially weighted mean, so a search whose candidates grow is followed), and a
-(host, gang size) never measured is derived from the host's one-device estimate through the curve.
+Durations are modelled in log space: ``log T(host, g) = m + b_host + c_g - log(g x prior_efficiency(g)) + noise``.
+``m`` is the search's typical one-device duration, ``b_host`` how much slower or faster a host is, ``c_g`` how much
+worse a gang of ``g`` scales than the prior curve says: one slope for every gang size times the prior's own loss
+``-log prior_efficiency(g)``, so ``efficiency(g) = prior_efficiency(g) ** (1 + x)`` (``c_1 = 0``; pooled, so pairs
+measured tell about quads), and the noise is the spread of durations from
+candidate to candidate (lognormal, standard deviation ``spread()``). Every measurement of every host and gang size
+informs ``m`` and the spread (pooled: the same search's candidates); host effects and the slope are shrunk towards 0 (the
+prior) by how much the measured spread leaves them uncertain, so one slow candidate on a pair does not make pairs
+look bad. Before any measurement: ``prior_duration`` seconds on one device, the prior efficiency curve of
+:mod:`nas.allocation.efficiency` and a spread of ``prior_spread``. Older measurements fade (``decay``), so a search
+whose candidates grow is followed.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 from nas.allocation.efficiency import EfficiencySpec, check_efficiency, efficiency
 
-
-@dataclasses.dataclass
-class _Estimate:
-    mean: float
-    count: int
+#: How far (standard deviation, log scale) a host's effect is expected to lie from the typical host before data.
+EFFECT_PRIOR = 0.5
+#: How far (standard deviation) the exponent of the efficiency curve is expected to lie from the prior's before data:
+#: ``efficiency(g) = prior(g) ** (1 + x)``; around 0.8 per added device, 0.6 and 0.97 are x = 1.3 and -0.86.
+SLOPE_PRIOR = 1.5
+#: The efficiency curve assumed before measurements: 0.8 kept per device added to the gang, the middle (in log
+#: scale) of the candidates one meets: from 0.6 (small models, the AllReduce dominates) to 0.97 (large ones).
+PRIOR_PER_ADDED_DEVICE = 0.8
+#: How many measurements the prior spread counts for.
+SPREAD_WEIGHT = 4.0
 
 
 class ThroughputModel:
     """Expected seconds per evaluation per (host, gang size).
 
     Args:
-        prior_duration: seconds one evaluation is assumed to take on one device before any measurement.
-        prior_efficiency: the efficiency curve assumed before measurements (see ``check_efficiency``).
-        prior_weight: how many measurements the prior counts for, per (host, gang size).
-        decay: weight of the newest measurement in the running mean once more than ``1 / decay`` are in.
+        prior_duration: mean seconds one evaluation is assumed to take on one device before any measurement.
+        prior_efficiency: the efficiency curve assumed before measurements (see ``check_efficiency``; default
+            ``PRIOR_PER_ADDED_DEVICE`` per device added).
+        prior_weight: how many measurements the prior duration counts for (0: the first measurement replaces it;
+            a wrong prior duration would otherwise be read as a gang size that scales badly).
+        decay: how much every older measurement fades per new one (0: never; the default keeps ~50 in view).
+        prior_spread: the spread of durations (standard deviation of their logarithm) assumed before measurements.
     """
 
     def __init__(self, prior_duration: float = 60.0, prior_efficiency: EfficiencySpec = None,
-                 prior_weight: float = 1.0, decay: float = 0.1) -> None:
+                 prior_weight: float = 0.0, decay: float = 0.02, prior_spread: float = 1.0) -> None:
         if not (isinstance(prior_duration, (int, float)) and math.isfinite(prior_duration) and prior_duration > 0):
             raise ValueError(f"`prior_duration` must be a positive number of seconds (got {prior_duration!r})")
-        if not 0 < decay <= 1:
-            raise ValueError(f"`decay` must be in (0, 1] (got {decay!r})")
+        if not 0 <= decay < 1:
+            raise ValueError(f"`decay` must be in [0, 1) (got {decay!r})")
         if prior_weight < 0:
             raise ValueError(f"`prior_weight` must be at least 0 (got {prior_weight!r})")
+        if not 0 <= prior_spread <= 5:
+            raise ValueError(f"`prior_spread` must be in [0, 5] (got {prior_spread!r})")
         self.prior_duration = float(prior_duration)
+        if prior_efficiency is None:
+            prior_efficiency = {str(g): PRIOR_PER_ADDED_DEVICE ** (g - 1) for g in (2, 4, 8, 16, 32, 64)}
         self.prior_efficiency = check_efficiency(prior_efficiency, "prior_efficiency")
         self.prior_weight = float(prior_weight)
         self.decay = float(decay)
-        self._estimates: dict[tuple[str, int], _Estimate] = {}
-        self._spread = _Estimate(0.0, 0)  #: mean squared log-ratio of a measurement to its estimate
+        self.prior_spread = float(prior_spread)
+        #: (host, gang) -> [weight, sum of x, sum of x^2, count], x = log of the one-device-equivalent seconds
+        self._stats: dict[tuple[str, int], list[float]] = {}
+        self._fit: tuple[float, dict[str, float], dict[int, float], float] | None = None
+
+    def _equivalent(self, gang: int) -> float:
+        return math.log(gang * efficiency(gang, self.prior_efficiency))
 
     def observe(self, host: str, gang: int, seconds: float) -> None:
         """Record that one evaluation on a gang of ``gang`` devices of ``host`` took ``seconds``."""
@@ -51,46 +74,107 @@ class ThroughputModel:
             raise ValueError(f"`gang` must be at least 1 (got {gang})")
         if not (math.isfinite(seconds) and seconds > 0):
             return  # a failed or instant evaluation says nothing about throughput
-        estimate = self._estimates.get((host, gang))
-        if estimate is None:
-            self._estimates[(host, gang)] = _Estimate(float(seconds), 1)
-            return
-        self._spread.count += 1
-        self._spread.mean += (math.log(seconds / estimate.mean) ** 2 - self._spread.mean) / self._spread.count
-        estimate.count += 1
-        weight = max(1.0 / estimate.count, self.decay)
-        estimate.mean += weight * (seconds - estimate.mean)
+        if self.decay:
+            for stat in self._stats.values():
+                for index in range(3):  # the count stays: it says what was ever measured
+                    stat[index] *= 1 - self.decay
+        x = math.log(seconds) + self._equivalent(gang)
+        stat = self._stats.setdefault((host, gang), [0.0, 0.0, 0.0, 0])
+        stat[0] += 1.0
+        stat[1] += x
+        stat[2] += x * x
+        stat[3] += 1
+        self._fit = None
+
+    def _fitted(self) -> tuple[float, dict[str, float], float, float]:
+        """(m, host effects, the log of how much better each added device scales than the prior, spread): a few
+        rounds of backfitting with shrinkage."""
+        if self._fit is not None:
+            return self._fit
+        weight = sum(stat[0] for stat in self._stats.values())
+        prior_var = self.prior_spread ** 2
+        if not weight:
+            self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, 0.0, self.prior_spread)
+            return self._fit
+        hosts = {h for h, _ in self._stats}
+        b = {h: 0.0 for h in hosts}
+        delta = 0.0
+        variance = prior_var
+        m0 = math.log(self.prior_duration) - prior_var / 2
+        for _ in range(6):
+            c = {g: self._effect(g, delta) for _, g in self._stats}
+            total = sum(s[1] - s[0] * (b[h] + c[g]) for (h, g), s in self._stats.items())
+            m = (self.prior_weight * m0 + total) / (self.prior_weight + weight)
+            # one slope for every gang size, fitted on the devices each adds (pooled: pairs inform quads), shrunk
+            # towards the prior curve by how much the spread leaves it uncertain
+            rows = [(self._cost(g), s, b[h]) for (h, g), s in self._stats.items()]
+            kbar = sum(k * s[0] for k, s, _ in rows) / weight
+            lean = sum((k - kbar) * (s[1] - s[0] * bh) for k, s, bh in rows)
+            spread_k = sum(s[0] * (k - kbar) ** 2 for k, s, _ in rows)
+            if spread_k > 0:
+                delta = -lean / (spread_k + variance / SLOPE_PRIOR ** 2)
+            c = {g: self._effect(g, delta) for _, g in self._stats}
+            shrink = variance / EFFECT_PRIOR ** 2
+            for host in hosts:
+                rows_h = [(s, c[g]) for (h, g), s in self._stats.items() if h == host]
+                n = sum(s[0] for s, _ in rows_h)
+                b[host] = sum(s[1] - s[0] * (m + cg) for s, cg in rows_h) / (n + shrink) if len(hosts) > 1 else 0.0
+            squares = 0.0
+            for (h, g), s in self._stats.items():
+                mu = m + b[h] + c[g]
+                squares += max(0.0, s[2] - 2 * mu * s[1] + s[0] * mu * mu)
+            variance = (SPREAD_WEIGHT * prior_var + squares) / (SPREAD_WEIGHT + weight)
+        self._fit = (m, b, delta, math.sqrt(variance))
+        return self._fit
+
+    def _effect(self, gang: int, delta: float) -> float:
+        """How much slower (log) a gang of ``gang`` is than the prior curve says, given the fitted slope: the slope
+        per added device, never past perfect efficiency."""
+        if gang <= 1:
+            return 0.0
+        return max(-self._cost(gang) * delta, -self._cost(gang))
+
+    def _cost(self, gang: int) -> float:
+        """What the prior curve says a gang of ``gang`` loses, ``-log(prior efficiency)``: the scale the fitted
+        slope multiplies (per added device under the default prior, per doubling under a per-doubling one)."""
+        return -math.log(efficiency(gang, self.prior_efficiency)) if gang > 1 else 0.0
+
+    def measurements(self, gang: int) -> int:
+        """How many evaluations on gangs of ``gang`` devices were measured, on every host."""
+        return sum(int(s[3]) for (_, g), s in self._stats.items() if g == gang)
 
     def measured(self, host: str) -> dict[int, tuple[float, int]]:
-        """The gang sizes measured on ``host``: size -> (mean seconds, measurements)."""
-        return {gang: (e.mean, e.count) for (name, gang), e in sorted(self._estimates.items()) if name == host}
+        """The gang sizes measured on ``host``: size -> (geometric mean seconds, weight of its measurements)."""
+        return {gang: (math.exp(s[1] / s[0] - self._equivalent(gang)), round(s[0]))
+                for (name, gang), s in sorted(self._stats.items()) if name == host and s[0] > 0}
 
     def single(self, host: str) -> float:
-        """Expected seconds on one device of ``host``: measured there, else derived from its other gang sizes,
-        else the mean of the other hosts' one-device estimates (the same search's candidates), else the prior."""
-        own = self._estimates.get((host, 1))
-        if own is not None:
-            return own.mean
-        derived = [(e.mean * gang * efficiency(gang, self.prior_efficiency), e.count)
-                   for (name, gang), e in self._estimates.items() if name == host]
-        if derived:
-            return sum(value * count for value, count in derived) / sum(count for _, count in derived)
-        others = [e.mean for (name, gang), e in self._estimates.items() if gang == 1]
-        return sum(others) / len(others) if others else self.prior_duration
+        """Expected seconds on one device of ``host`` (a host never measured: the search's typical host)."""
+        return self.duration(host, 1)
 
     def duration(self, host: str, gang: int) -> float:
-        """Expected seconds of one evaluation on ``gang`` devices of ``host``."""
-        prior = self.single(host) / (gang * efficiency(gang, self.prior_efficiency))
-        estimate = self._estimates.get((host, gang))
-        if estimate is None or gang == 1:
-            return prior if estimate is None else estimate.mean
-        count = min(estimate.count, 1 / self.decay)
-        return (count * estimate.mean + self.prior_weight * prior) / (count + self.prior_weight)
+        """Expected (mean) seconds of one evaluation on ``gang`` devices of ``host``."""
+        m, b, delta, spread = self._fitted()
+        return math.exp(m + b.get(host, 0.0) + self._effect(gang, delta) + spread ** 2 / 2 - self._equivalent(gang))
+
+    def uncertainty(self, gang: int) -> float:
+        """How unsure the model is of a gang size's duration through its efficiency, signed: the posterior standard
+        deviation of the fitted slope times how far ``gang``'s prior loss lies from the sizes measured (their
+        weighted mean; one device before any measurement, the prior's anchor). Sizes on the same side share the sign: a
+        slope better than fitted makes the bigger gangs faster and the smaller slower. Until two gang sizes are
+        measured the slope keeps the prior's ``SLOPE_PRIOR``."""
+        variance = max(self.spread() ** 2, 1e-6)
+        weight = sum(s[0] for s in self._stats.values())
+        kbar, spread_k = 0.0, 0.0
+        if weight:
+            kbar = sum(self._cost(g) * s[0] for (_, g), s in self._stats.items()) / weight
+            spread_k = sum(s[0] * (self._cost(g) - kbar) ** 2 for (_, g), s in self._stats.items())
+        return (self._cost(gang) - kbar) / math.sqrt(spread_k / variance + 1.0 / SLOPE_PRIOR ** 2)
 
     def spread(self) -> float:
-        """How much one evaluation's duration varies around its estimate: the standard deviation of
-        ``log(measured / estimated)`` (0 before two measurements of a same gang size)."""
-        return math.sqrt(self._spread.mean)
+        """How much one evaluation's duration varies: the standard deviation of ``log(seconds)`` around its
+        expectation (the prior's until measurements outweigh it)."""
+        return self._fitted()[3]
 
     def efficiency(self, host: str, gang: int) -> float:
         """The expected parallel efficiency ``T(1) / (g x T(g))`` of a gang of ``gang`` on ``host``."""
@@ -104,18 +188,34 @@ class ThroughputModel:
         """The model as JSON data (the loop keeps it with the search)."""
         return {
             "prior_duration": self.prior_duration, "prior_efficiency": self.prior_efficiency,
-            "prior_weight": self.prior_weight, "decay": self.decay,
-            "estimates": [[host, gang, e.mean, e.count] for (host, gang), e in sorted(self._estimates.items())],
-            "spread": [self._spread.mean, self._spread.count],
+            "prior_weight": self.prior_weight, "decay": self.decay, "prior_spread": self.prior_spread,
+            "stats": [[host, gang, *stat] for (host, gang), stat in sorted(self._stats.items())],
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> ThroughputModel:
         """The model saved by :meth:`state_dict`."""
-        model = cls(state["prior_duration"], state.get("prior_efficiency"), state.get("prior_weight", 1.0),
-                    state.get("decay", 0.1))
-        for host, gang, mean, count in state.get("estimates", []):
-            model._estimates[(str(host), int(gang))] = _Estimate(float(mean), int(count))
-        spread, count = state.get("spread", [0.0, 0])
-        model._spread = _Estimate(float(spread), int(count))
+        model = cls(state["prior_duration"], state.get("prior_efficiency"), state.get("prior_weight", 0.0),
+                    state.get("decay", 0.02), state.get("prior_spread", 0.5))
+        for host, gang, weight, total, squares, count in state.get("stats", []):
+            model._stats[(str(host), int(gang))] = [float(weight), float(total), float(squares), int(count)]
+        for host, gang, mean, count in state.get("estimates", []):  # saved before the log-space model
+            x = math.log(mean) + model._equivalent(int(gang))
+            model._stats[(str(host), int(gang))] = [float(count), count * x, count * x * x, int(count)]
         return model
+
+
+def time_left(expected: float, elapsed: float, spread: float) -> float:
+    """Expected seconds left of an evaluation expected (mean) to take ``expected`` seconds, ``elapsed`` seconds in,
+    when durations are lognormal with ``spread``: ``E[T - t | T > t]`` (a long-running one is likely a long one)."""
+    if expected <= 0:
+        return 0.0
+    if elapsed <= 0 or spread <= 0:
+        return max(0.0, expected - max(0.0, elapsed))
+    mu = math.log(expected) - spread ** 2 / 2
+    z = (math.log(elapsed) - mu) / spread
+    survive = 0.5 * math.erfc(z / math.sqrt(2))
+    if survive < 1e-12:
+        return elapsed * spread ** 2 / max(z, 1.0) if z > 0 else 0.0  # far in the tail: ~t sigma / z
+    partial = expected * 0.5 * math.erfc((z - spread) / math.sqrt(2))
+    return max(0.0, partial / survive - elapsed)

@@ -1,17 +1,23 @@
 """The allocator: how many devices the next evaluation gets, and on which host.
 
-The rule (seed 003's resource-aware scheduler, without its DQN): while there is more work than devices, one
-device per evaluation gives the most completed evaluations per device-hour (data parallelism loses a little to
-the AllReduce, so ``efficiency(g) < 1``). When only a few candidates are left before the strategy's next barrier
-(a generation's tail) or the search's end, devices would otherwise sit idle: then the allocator plans the
-remaining work under every pair (gang of this candidate, gang of the rest), replaying the expected durations of
-the :class:`~nas.allocation.model.ThroughputModel` on the hosts' devices (those busy free up when their running
-evaluation is expected to end), and takes the pair that finishes soonest; within ``tolerance`` of the soonest,
-the smaller gang (more evaluations per device-hour). A gang never spans hosts.
+The rule: **the plan whose remaining work is expected to end soonest.** At every dispatch the allocator looks at
+the work left before the search's next barrier or its end (``Pending``), every host's free devices and, for its busy
+ones, the expected time left of what they run (``HostState``), and the search's own measurements
+(:class:`~nas.allocation.model.ThroughputModel`: the typical duration, its spread from candidate to candidate and
+the efficiency of each gang size, with a prior until there are data). It then plays out every plan "a gang of
+``first`` for this candidate, gangs of ``rest`` for every one after it" (each gang size the workers allow, for
+both), placing candidates in turn on the devices that free up first, over the same ``samples`` draws of the
+durations for every plan (lognormal with the measured spread; each gang size's efficiency drawn as uncertain as
+the model still is about it), and takes the plan with the soonest expected end;
+within ``tolerance`` of it, one whose first gang fits now, then one that treats this candidate like the rest, then
+the smaller gang (more evaluations per device-hour).
 
-Durations vary from candidate to candidate, and a tail of many small gangs ends with its slowest member while a
-big gang runs them one after another (their variations average out): so each plan is replayed over ``samples``
-draws of the durations, spread as measured (``ThroughputModel.spread``), the same draws for every pair.
+Why it is right across the range: the plans include "every candidate on ``g`` devices" for every size, so the
+choice is never expected to end later than the best fixed split would from here (a rollout of the fixed splits),
+and deciding again at every dispatch corrects course as durations are measured. Many candidates per device: one
+device each (the best throughput) wins; a large spread or few candidates: the longest candidates set the end, and
+gangs that shorten them win; a gang never spans hosts. A search without a known end plans ``horizon`` x devices
+candidates ahead. Each decision's reason is one sentence naming its plan, its expected end and the best other one.
 """
 from __future__ import annotations
 
@@ -22,6 +28,9 @@ from typing import Any
 import numpy as np
 
 from nas.allocation.model import ThroughputModel
+
+#: The widest spread (log scale) of a gang size's efficiency the plans draw.
+UNSURE_LIMIT = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +57,7 @@ class Pending:
     waiting: int  #: candidates asked and waiting for devices, the one being placed included (at least 1)
     more: int | None = None  #: candidates the strategy can still give before its next barrier or its end;
     #: ``None``: no limit known (a steady-state search without a budget)
+    running: tuple[int, ...] = ()  #: the gang sizes of this search's evaluations running now
 
     @property
     def total(self) -> int | None:
@@ -61,10 +71,16 @@ class Allocation:
     host: str | None
     gang: int
     reason: str
-    rule: str  #: ``fixed``, ``throughput``, ``tail`` or ``wait``
+    rule: str  #: ``fixed``, ``plan``, ``probe`` or ``wait``
+    finish: float | None = None  #: seconds from now until the chosen plan's work is expected to be done
+    rest: int | None = None  #: the gang size the plan gives the candidates after this one
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
 
 
 class Allocator:
@@ -72,119 +88,212 @@ class Allocator:
 
     Args:
         model: the measured throughput per (host, gang size).
-        tolerance: a plan within this fraction of the soonest finish counts as as good (favours small gangs).
-        plan_limit: work of more than ``plan_limit`` x the devices is "many candidates": one device each.
-        samples: draws of the durations each plan is replayed over (1: the expected durations only).
+        tolerance: a plan within this fraction of the soonest end counts as as good (favours gangs that fit now,
+            then small gangs).
+        samples: draws of the durations each plan is played out over.
         seed: the seed of those draws.
+        horizon: a search without a known end plans this many candidates per device ahead.
+        explicit: candidates per gang slot played out one by one at the end of a plan; the ones before them are
+            spread evenly over the slots (their order hardly matters to the end).
+        probe: a gang size measured fewer times than this is tried when that costs at most ``probe_cost`` of the
+            expected end (the model learns a size's efficiency only by comparing it with another).
     """
 
-    def __init__(self, model: ThroughputModel, tolerance: float = 0.03, plan_limit: int = 4, samples: int = 12,
-                 seed: int = 0) -> None:
+    def __init__(self, model: ThroughputModel, tolerance: float = 0.01, samples: int = 32, seed: int = 0,
+                 horizon: int = 8, explicit: int = 8, probe: int = 2, probe_cost: float = 0.1,
+                 **_ignored: Any) -> None:
         if not 0 <= tolerance < 1:
             raise ValueError(f"`tolerance` must be in [0, 1) (got {tolerance!r})")
-        if plan_limit < 1:
-            raise ValueError(f"`plan_limit` must be at least 1 (got {plan_limit!r})")
-        self.model = model
-        self.tolerance = tolerance
-        self.plan_limit = plan_limit
         if samples < 1:
             raise ValueError(f"`samples` must be at least 1 (got {samples!r})")
+        if horizon < 1 or explicit < 1:
+            raise ValueError(f"`horizon` and `explicit` must be at least 1 (got {horizon!r}, {explicit!r})")
+        self.model = model
+        self.tolerance = tolerance
         self.samples = samples
-        self._rng = np.random.default_rng(seed)
+        self.horizon = horizon
+        self.explicit = explicit
+        self.seed = seed
+        self.probe = probe
+        self.probe_cost = probe_cost
 
-    def choose(self, hosts: Sequence[HostState], pending: Pending) -> Allocation:
-        """The gang for the next waiting candidate, or a wait (``host`` None) when it should wait for devices."""
+    def choose(self, hosts: Sequence[HostState], pending: Pending, here: str | None = None) -> Allocation:
+        """The gang for the next waiting candidate, or a wait (``host`` None) when it should wait for devices.
+        ``here``: the host whose worker holds the candidate (it can only run there); ``None``: any host."""
+        if here is not None and all(host.name != here for host in hosts):
+            raise ValueError(f"host {here!r} is not among the hosts given")
+        self._here = here
+        self._running = tuple(pending.running)
         if pending.waiting < 1:
             raise ValueError(f"`waiting` must be at least 1 (got {pending.waiting})")
         sizes = sorted({size for host in hosts for size in host.sizes})
         if not sizes:
             return Allocation(None, 0, "no evaluation devices", "wait")
-        devices = sum(host.devices for host in hosts)
         if len(sizes) == 1:
             gang = sizes[0]
             host = self._place(hosts, gang)
-            return Allocation(host, gang, f"fixed gang of {gang} device{'s' * (gang > 1)}: the workers allow no other",
+            return Allocation(host, gang, f"fixed gang of {_plural(gang, 'device')}: the workers allow no other",
                               "fixed" if host else "wait")
+        devices = sum(host.devices for host in hosts)
         total = pending.total
-        if total is None or total > self.plan_limit * devices:
-            return self._throughput(hosts, sizes, pending, devices)
-        return self._tail(hosts, sizes, total, devices)
-
-    def _throughput(self, hosts: Sequence[HostState], sizes: list[int], pending: Pending, devices: int) -> Allocation:
-        fitting = [s for s in sizes if self._place(hosts, s)]
-        if not fitting:
-            return Allocation(None, 0, "no gang fits the free devices", "wait")
-        rates = {s: max(self.model.per_device_hour(h.name, s) for h in hosts if s in h.sizes) for s in fitting}
-        best = max(rates.values())
-        gang = min(s for s in fitting if rates[s] >= best * (1 - self.tolerance))
-        work = "no end in sight" if pending.total is None else f"{pending.total} candidates to go"
-        others = ", ".join(f"{rates[s]:.3g} at {s}" for s in fitting if s != gang)
-        reason = (f"throughput: {work} on {devices} devices; {gang} device{'s' * (gang > 1)} each gives the most "
-                  f"evaluations per device-hour ({rates[gang]:.3g}/h{'; ' + others if others else ''})")
-        return Allocation(self._place(hosts, gang), gang, reason, "throughput")
-
-    def _tail(self, hosts: Sequence[HostState], sizes: list[int], total: int, devices: int) -> Allocation:
-        spread = self.model.spread()
-        draws = [np.ones(total)] if spread == 0 or self.samples == 1 else [
-            np.exp(self._rng.normal(-spread**2 / 2, spread, total)) for _ in range(self.samples)]
-        durations = {(h.name, s): self.model.duration(h.name, s) for h in hosts for s in h.sizes}
-        plans = {}
-        for first in sizes:
-            for rest in sizes:
-                if total == 1 and rest != sizes[0]:
-                    continue
-                finishes = [self._finish(hosts, durations, first, rest, factors) for factors in draws]
-                if finishes[0] is not None:
-                    plans[(first, rest)] = float(np.mean(finishes))
+        work = total if total is not None else max(pending.waiting, self.horizon * devices)
+        plans = self.plans(hosts, sizes, work)
         if not plans:
             return Allocation(None, 0, "no gang fits the hosts", "wait")
         soonest = min(plans.values())
-        good = [pair for pair, finish in plans.items() if finish <= soonest * (1 + self.tolerance)]
-        now = [pair for pair in good if self._place(hosts, pair[0])]
-        first, rest = min(now or good)
+        good = [pair for pair, end in plans.items() if end <= soonest * (1 + self.tolerance)]
+        # near-ties: a gang that fits now, then a plan that keeps its own rule (this one like the rest: choosing
+        # "1 now, 4 for the rest" at every dispatch would never run the rest on 4), then the smaller gang
+        first, rest = min(good, key=lambda pair: (self._place(hosts, pair[0]) is None, pair[0] != pair[1], pair))
+        end = plans[(first, rest)]
         host = self._place(hosts, first)
-        single = plans.get((1, 1))
-        compare = (f" instead of ~{single:.3g} s at 1 device each"
-                   if single is not None and (first, rest) != (1, 1) else "")
-        what = f"{total} candidate{'s' * (total > 1)} left before the barrier or the end, {devices} devices"
-        if host is None:
-            reason = (f"wait: {what}; a gang of {first} (the rest {rest} each) is expected to finish them "
-                      f"in ~{plans[(first, rest)]:.3g} s{compare}")
-            return Allocation(None, first, reason, "wait")
-        reason = (f"tail: {what}; {first} device{'s' * (first > 1)} for this one (the rest {rest} each) is expected "
-                  f"to finish them in ~{plans[(first, rest)]:.3g} s{compare}")
-        return Allocation(host, first, reason, "tail" if (first, rest) != (1, 1) else "throughput")
+        probe = self._probe(hosts, plans, soonest, first) if work > 1 else None
+        if probe is not None:
+            (first, rest), end = probe, plans[probe]
+            host = self._place(hosts, first)
+            reason = (f"probe gang of {first}: fewer than {self.probe} evaluations measured on {first} device"
+                      f"{'s' * (first > 1)}; measuring it costs an expected ~{end - soonest:,.0f} s on the "
+                      f"remaining {_plural(work, 'candidate')} (~{end:,.0f} s against ~{soonest:,.0f} s)")
+            return Allocation(host, first, reason, "probe", round(end, 1), rest)
+        others = [(value, pair) for pair, value in plans.items() if pair[0] != first]
+        against = ""
+        if others:
+            value, (o_first, o_rest) = min(others)
+            against = (f" against ~{value:,.0f} s with {o_first} for this one"
+                       + (f" and {o_rest} each after it" if work > 1 else ""))
+        after = f" and {rest} each for the rest" if work > 1 else ""
+        what = (f"the remaining {_plural(work, 'candidate')}" if total is not None
+                else f"the next {_plural(work, 'candidate')} (no end in sight)")
+        verb = "wait for " if host is None else ""
+        be = "is" if work == 1 else "are"
+        reason = (f"{verb}gang of {first}: {what} {be} expected to finish in ~{end:,.0f} s with {first} for this "
+                  f"one{after}{against} ({devices} devices, spread {self.model.spread():.2f})")
+        return Allocation(host, first, reason, "plan" if host else "wait", round(end, 1), rest)
+
+    def _probe(self, hosts: Sequence[HostState], plans: dict[tuple[int, int], float], soonest: float,
+               chosen: int) -> tuple[int, int] | None:
+        """A plan that measures a gang size barely measured yet, if one that fits now costs at most
+        ``probe_cost`` of the soonest end (without two sizes measured, the model cannot tell their efficiency from
+        the candidates' duration)."""
+        def seen(gang: int) -> int:  # measured, or on its way to be
+            return self.model.measurements(gang) + self._running.count(gang)
+
+        options = [(value, pair) for pair, value in plans.items()
+                   if pair[0] != chosen and seen(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
+                   and self._place(hosts, pair[0]) is not None]
+        return min(options)[1] if options else None
+
+    def plans(self, hosts: Sequence[HostState], sizes: Sequence[int], work: int) -> dict[tuple[int, int], float]:
+        """Expected seconds until ``work`` candidates are done, per plan (gang of this one, gang of the rest)."""
+        spread = self.model.spread()
+        rng = np.random.default_rng(self.seed)
+        count = min(work, self._explicit_count(hosts, min(sizes)))
+        factors = np.exp(rng.normal(-spread ** 2 / 2, spread, (self.samples, count + 1))) if spread > 0 \
+            else np.ones((self.samples, count + 1))
+        width = max(h.devices for h in hosts)
+        base = np.full((len(hosts), width), np.inf)
+        for index, h in enumerate(hosts):
+            unknown = h.devices - h.free - len(h.busy)
+            base[index, :h.devices] = sorted([0.0] * (h.free + unknown) + [float(t) for t in h.busy])
+        base = np.broadcast_to(base, (self.samples, *base.shape))
+        # how well each gang size scales is itself uncertain until measured: each draw takes one efficiency per
+        # size (one slope for every size: a model that scales badly on pairs does on quads), with the model's
+        # expectation as its mean, so plans are compared under the posterior, not the prior's mean alone
+        unsure = rng.standard_normal(self.samples)
+        durations = {(h.name, s): self.model.duration(h.name, s) * _unsure(unsure, self.model.uncertainty(s))
+                     for h in hosts for s in h.sizes}
+        result = {}
+        for first in sizes:
+            placed = self._place_first(hosts, base, durations, first, factors[:, 0], getattr(self, "_here", None))
+            if placed is None:
+                continue
+            times, first_end = placed
+            for rest in sizes:
+                if work == 1 and rest != sizes[0]:
+                    continue
+                end = self._play_rest(hosts, times, durations, rest, work - 1, factors[:, 1:])
+                if end is None:
+                    continue
+                result[(first, rest)] = float(np.mean(np.maximum(end, first_end)))
+        return result
+
+    def _explicit_count(self, hosts: Sequence[HostState], smallest: int) -> int:
+        return self.explicit * sum(h.devices // smallest for h in hosts) + 1
 
     @staticmethod
-    def _place(hosts: Sequence[HostState], gang: int) -> str | None:
+    def _place_first(hosts: Sequence[HostState], base: np.ndarray, durations: dict[tuple[str, int], float],
+                     gang: int, factor: np.ndarray, here: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The device free times after this candidate starts on the host where it ends soonest (per draw), or on
+        ``here``."""
+        ends = np.full((base.shape[0], len(hosts)), np.inf)
+        for index, h in enumerate(hosts):
+            if gang in h.sizes and here in (None, h.name):
+                ends[:, index] = base[:, index, gang - 1] + factor * durations[(h.name, gang)]
+        if not np.isfinite(ends).any():
+            return None
+        chosen = np.argmin(ends, axis=1)
+        end = ends[np.arange(base.shape[0]), chosen]
+        times = base.copy()
+        rows = np.arange(base.shape[0])
+        times[rows, chosen, :gang] = end[:, None]
+        times[rows, chosen] = np.sort(times[rows, chosen], axis=1)
+        return times, end
+
+    def _play_rest(self, hosts: Sequence[HostState], times: np.ndarray, durations: dict[tuple[str, int], float],
+                   gang: int, count: int, factors: np.ndarray) -> np.ndarray | None:
+        """When ``count`` candidates on gangs of ``gang`` are all done (per draw): the gang slots of each host free
+        when the last of their devices does; the candidates before the last ``explicit`` per slot fill the slots
+        evenly, the last ones go one by one to the slot that frees first."""
+        slots, seconds = [], []
+        for index, h in enumerate(hosts):
+            if gang in h.sizes:
+                slots.append(times[:, index, gang - 1:h.devices:gang][:, :h.devices // gang])
+                seconds += [durations[(h.name, gang)]] * (h.devices // gang)
+        others = [times[:, index, :h.devices] for index, h in enumerate(hosts)]
+        floor = np.max(np.concatenate(others, axis=1), axis=1)
+        if count == 0:
+            return floor
+        if not slots:
+            return None
+        free = np.concatenate(slots, axis=1)
+        cost = np.stack(seconds, axis=1)
+        explicit = min(count, factors.shape[1], self.explicit * free.shape[1])
+        spread_over = count - explicit
+        if spread_over:
+            free = _water_fill(free, cost, spread_over)
+        rows = np.arange(free.shape[0])
+        for j in range(explicit):
+            slot = np.argmin(free + cost, axis=1)
+            free[rows, slot] += cost[rows, slot] * factors[:, j]
+        return np.maximum(free.max(axis=1), floor)
+
+    def _place(self, hosts: Sequence[HostState], gang: int) -> str | None:
         """The host that takes a gang of ``gang`` now: the one with the fewest free devices that still fit it
-        (big blocks stay free for big gangs); ``None`` if none has room."""
-        fits = [host for host in hosts if gang in host.sizes and host.free >= gang]
+        (big blocks stay free for big gangs), only ``here`` if given; ``None`` if none has room."""
+        here = getattr(self, "_here", None)
+        fits = [host for host in hosts if gang in host.sizes and host.free >= gang and here in (None, host.name)]
         return min(fits, key=lambda host: (host.free, host.name)).name if fits else None
 
-    @staticmethod
-    def _finish(hosts: Sequence[HostState], durations: dict[tuple[str, int], float], first: int, rest: int,
-                factors: np.ndarray) -> float | None:
-        """When ``len(factors)`` candidates (the first on ``first`` devices, the others on ``rest``, each taking
-        its factor times the expected duration) would all be done, placed in order, each at the earliest time a
-        host has the devices; ``None`` if a size fits no host."""
-        free_at = {h.name: sorted([0.0] * h.free + list(h.busy) + [0.0] * (h.devices - h.free - len(h.busy)))
-                   for h in hosts}
-        finish = max((t for times in free_at.values() for t in times), default=0.0)
-        last_start = 0.0
-        for index, factor in enumerate(factors):
-            gang = first if index == 0 else rest
-            options = []
-            for host in hosts:
-                if gang in host.sizes:
-                    start = max(free_at[host.name][gang - 1], last_start)
-                    options.append((start + factor * durations[(host.name, gang)], start, host.name))
-            if not options:
-                return None
-            end, start, name = min(options)
-            times = free_at[name]
-            times[:gang] = [end] * gang
-            times.sort()
-            last_start = start
-            finish = max(finish, end)
-        return finish
+
+def _unsure(draws: np.ndarray, sigma: float) -> np.ndarray:
+    """Duration factors for an efficiency known up to a log standard deviation of ``sigma``, with mean 1: the
+    model's expectation stays the expectation (a plan on an unmeasured gang size is judged under the posterior, not
+    penalised for its uncertainty). At most ``UNSURE_LIMIT``: a wider lognormal's mean rests on draws too rare for the
+    samples, which would make every plan on it look instant."""
+    sigma = float(np.clip(sigma, -UNSURE_LIMIT, UNSURE_LIMIT))
+    factors = np.exp(draws * sigma)
+    return factors / factors.mean()  # the mean of these very draws: a plan is not favoured by a lucky sample
+
+
+def _water_fill(free: np.ndarray, cost: np.ndarray, count: int) -> np.ndarray:
+    """The slots' free times after ``count`` candidates of mean ``cost`` seconds per slot fill them up to one level
+    (the level where the slots' capacity below it holds ``count`` candidates), per draw."""
+    low = free.min(axis=1)
+    high = free.max(axis=1) + count * cost.max(axis=1)
+    for _ in range(40):
+        level = (low + high) / 2
+        held = (np.maximum(0.0, level[:, None] - free) / cost).sum(axis=1)
+        too_low = held < count
+        low = np.where(too_low, level, low)
+        high = np.where(too_low, high, level)
+    return np.maximum(free, high[:, None])

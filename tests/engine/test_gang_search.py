@@ -20,8 +20,8 @@ def gang_config(devices) -> dict:
     }
 
 
-def gang_worker(stack, gang: str) -> ProcessLog:
-    argv = manage("evalworker", "--device", "cpu,cpu,cpu,cpu", "--gang", gang, "--node", "gangnode")
+def gang_worker(stack, gang: str, devices: str = "cpu,cpu,cpu,cpu", node: str = "gangnode") -> ProcessLog:
+    argv = manage("evalworker", "--device", devices, "--gang", gang, "--node", node)
     process = ProcessLog(argv, stack.env())
     stack.processes.append(process)
     process.wait_for("ready.", timeout=60)
@@ -39,10 +39,39 @@ def test_auto_gives_the_generation_tail_more_devices_and_records_why(stack):
     assert max(gangs) > 1  # 6 candidates per generation on 4 devices: the tail takes more than one each
     for individual in individuals:
         assert len(individual.metrics["devices"].split(",")) == int(individual.metrics["gang"])
-        assert individual.metrics["allocation"].split(":")[0] in ("tail", "throughput", "wait")
+        assert individual.metrics["allocation"].split(":")[0].split(" of ")[0] in ("gang", "probe gang")
+        assert float(individual.metrics["allocation_finish"]) >= 0
         assert individual.device == "cpux4" and individual.node == "gangnode"
     utilisation = Search.objects.get(pk=search.pk).stats
     assert utilisation.get("device_seconds", 0) > 0 and utilisation.get("device_busy", 0) > 0
+
+
+def test_two_gang_workers_decide_with_the_published_cluster_as_the_policy_computes(stack):
+    from nas.allocation import Allocation, Pending, ThroughputModel, decide
+    from webapp.messaging import cluster_state
+
+    gang_worker(stack, "auto", "cpu,cpu", "gang-a")
+    gang_worker(stack, "auto", "cpu,cpu", "gang-b")
+    stack.control()
+    search = finished(launched("gangs two hosts", gang_config("auto")).pk, timeout=180)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = {i.pk: i for i in Individual.objects.filter(search=search)}
+    assert individuals and all(i.status == Individual.Status.DONE for i in individuals.values())
+    assert {i.node for i in individuals.values()} <= {"gang-a", "gang-b"}
+    decisions = cluster_state.read_decisions(search.pk)
+    taken = {}  # the last decision per individual is the one it ran with (earlier ones were waits)
+    for decision in decisions:
+        hosts = {record["host"] for record in decision["records"]}
+        assert {"gang-a", "gang-b"} <= hosts  # every worker published its host at start: each decision sees both
+        again = decide(ThroughputModel.from_state(decision["model"]), decision["records"],
+                       Pending(*decision["pending"]), decision["now"], decision["here"], decision["free"],
+                       search=decision["search"])
+        assert again == Allocation(**decision["choice"])  # the policy, replayed on the published state
+        taken[decision["individual"]] = decision["choice"]
+    for pk, individual in individuals.items():
+        assert int(individual.metrics["gang"]) == taken[pk]["gang"]
+        assert individual.metrics["allocation"] == taken[pk]["reason"][:300]
+        assert individual.node == taken[pk]["host"]
 
 
 def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):
@@ -74,3 +103,6 @@ def test_the_timeline_names_the_devices_a_gang_held():
     point = {"number": 3, "description": "chain", "devices": "cuda:0,cuda:1"}
     assert charts.hover(point) == "#3 chain on cuda:0,cuda:1"
     assert charts.hover({"number": 3, "description": "chain", "devices": None}) == "#3 chain"
+    why = {**point, "allocation": "gang of 2: the remaining 9 candidates ... <b>", "allocation_finish": "1840"}
+    assert charts.hover(why).endswith("<br>gang of 2: the remaining 9 candidates ... &lt;b&gt; "
+                                      "(plan done ~1840 s after)")

@@ -9,6 +9,7 @@ its ``name`` (one per node for the per-node charts), so the names here are the c
 from __future__ import annotations
 
 import functools
+import html
 import json
 from collections import defaultdict
 from typing import Any
@@ -47,7 +48,11 @@ def ms(seconds: float | None) -> float | None:
 
 def hover(point: dict[str, Any]) -> str:
     held = f" on {point['devices']}" if point.get("devices") else ""  # a gang's devices (evalworker --gang)
-    return f"#{point['number']} {point.get('description') or ''}{held}"
+    why = ""
+    if point.get("allocation"):  # why the allocator gave it those devices, and its plan's expected finish
+        finish = point.get("allocation_finish")
+        why = f"<br>{html.escape(str(point['allocation']))}" + (f" (plan done ~{finish} s after)" if finish else "")
+    return f"#{point['number']} {point.get('description') or ''}{held}{why}"
 
 
 #: A trace's per-point arrays. Plotly checks an array value by value (about 0.1 s per 10,000 on this CPU, most

@@ -73,6 +73,9 @@ def individual_event(individual: Individual) -> dict[str, Any]:
         "failure": individual.failure, "attempts": individual.attempts,
         "params": (individual.metrics or {}).get("params"),
         "devices": (individual.metrics or {}).get("devices"),  # the gang it held (evalworker --gang), else None
+        # why it got those devices (nas.allocation: one sentence) and when its plan expected the work in sight done
+        "allocation": (individual.metrics or {}).get("allocation"),
+        "allocation_finish": (individual.metrics or {}).get("allocation_finish"),
         "dispatched": individual.dispatched.timestamp() if individual.dispatched else None,
         "started": individual.started.timestamp() if individual.started else None,
         "finished": individual.finished.timestamp() if individual.finished else None,

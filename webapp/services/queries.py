@@ -75,7 +75,7 @@ ROW_METRICS = ("accuracy", "flops", "latency_ms")
 
 def _plain(rows: QuerySet[Individual], metrics: tuple[str, ...], *columns: str) -> QuerySet:
     """Plain rows of :data:`EVENT_COLUMNS` and ``columns``, with the ``metrics`` named (as ``metric.NAME``)."""
-    named = {f"metric.{name}": KeyTransform(name, "metrics") for name in dict.fromkeys((*metrics, "devices"))}
+    named = {f"metric.{name}": KeyTransform(name, "metrics") for name in dict.fromkeys((*metrics, "devices", "allocation", "allocation_finish"))}
     return rows.values(*EVENT_COLUMNS, *columns, **named)
 
 

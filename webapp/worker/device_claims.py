@@ -5,10 +5,13 @@ hands each candidate some of them.
 The gang worker's pool processes share the host's devices through a ledger of claim files (one per device, created
 exclusively, naming the claiming process; a claim whose process is gone is taken over). The gang size comes from
 the search's ``evaluation.devices``: a number (the largest size this worker allows up to it), or ``auto``: the
-allocator (``nas.allocation``) decides here, when the worker pulls the candidate, from what it knows exactly (its
-free devices now) and what the loop publishes (candidates waiting, how many more before a barrier or the end), with
-the search's throughput model kept in Redis and updated by every evaluation that ends. The choice and its reason
-go into the result's metrics (``devices``, ``gang``, ``allocation``), so the individual records them.
+allocator (``nas.allocation.decide``, the same call the benchmark's simulator makes) decides here, when the worker
+pulls the candidate, from the whole cluster as the gang workers publish it (``webapp.messaging.cluster_state``:
+every host's devices and what runs there, of any search, with its expected time left; this host's free devices
+exactly, from its ledger), what the loop publishes (candidates waiting, how many more before a barrier or the end),
+and the search's throughput model kept in Redis and updated by every evaluation that ends. The choice, its reason
+and the expected finish of its plan go into the result's metrics (``devices``, ``gang``, ``allocation``,
+``allocation_finish``), so the individual records them.
 """
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvaluationResult
-from nas.allocation import Allocation, Allocator, HostState
-from webapp.messaging import allocation_state, transport
+from nas.allocation import Allocation, decide, running_entry
+from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import slots
 
 log = logging.getLogger(__name__)
@@ -91,9 +94,19 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
         gang = max(fitting)
         note = "" if gang == int(wanted) else f" (this worker allows {', '.join(map(str, sizes))})"
         return Allocation(host, gang, f"fixed: evaluation.devices is {wanted}{note}", "fixed")
-    free = len(book.free())
-    state = HostState(host, sizes, len(book.devices), free)
-    return Allocator(allocation_state.load_model(individual["search"])).choose([state], allocation_state.read_pending(individual["search"]))
+    search_id = individual["search"]
+    cluster_state.publish_host(host, len(book.devices), sizes)
+    records = {r["host"]: r for r in cluster_state.read_hosts()}
+    records[host] = {"host": host, "devices": len(book.devices), "sizes": list(sizes),
+                     "running": records.get(host, {}).get("running", [])}  # this host as its ledger says
+    model, pending, now = allocation_state.load_model(search_id), allocation_state.read_pending(search_id), time.time()
+    free = {host: len(book.free())}
+    choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
+    cluster_state.record_decision(search_id, {
+        "individual": individual["individual"], "model": model.state_dict(), "records": list(records.values()),
+        "pending": [pending.waiting, pending.more], "search": search_id, "now": now, "here": host, "free": free,
+        "choice": choice.to_dict()})
+    return choice
 
 
 def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult]) -> EvaluationResult:
@@ -122,6 +135,9 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], Eval
             return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
         time.sleep(poll)
     devices = ",".join(book.devices[index] for index in held)
+    token = f"{os.getpid()}-{held[0]}"
+    model = allocation_state.load_model(search_id)
+    cluster_state.publish_run(host, token, running_entry(search_id, gang, time.time(), model, host))
     slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
                        "devices": devices, "gang": gang})  # the nodes page shows the gang it holds
     started = time.perf_counter()
@@ -129,7 +145,10 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], Eval
         result = evaluate([book.devices[index] for index in held])
     finally:
         book.release(held)
+        cluster_state.remove_run(host, token)
     if result.ok:
         allocation_state.record_duration(search_id, host, gang, time.perf_counter() - started)
-    return result.with_fields(metrics={**result.metrics, "devices": devices, "gang": str(gang),
-                                       "allocation": choice.reason[:300]})
+    metrics = {**result.metrics, "devices": devices, "gang": str(gang), "allocation": choice.reason[:300]}
+    if choice.finish is not None:
+        metrics["allocation_finish"] = f"{choice.finish:.0f}"
+    return result.with_fields(metrics=metrics)

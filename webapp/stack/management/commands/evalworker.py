@@ -17,6 +17,7 @@ from webapp.stack.privileges import quiet_root_warning
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
+from webapp.messaging import cluster_state
 from webapp.stack.gang_options import remove_ledger, resolve_gang
 from webapp.stack.redis_server import ping_error, redact
 
@@ -65,6 +66,8 @@ class Command(BaseCommand):
                 raise CommandError(str(error)) from None
             os.environ.update(owned.environment(), NAS_GANG_OWNER=str(os.getpid()))
             atexit.register(remove_ledger, options["node"], os.getpid())
+            # other hosts' allocators count this host's devices from now on (webapp.messaging.cluster_state)
+            cluster_state.publish_host(options["node"], len(owned.devices), owned.sizes)
             self.run_worker(owned.name, {**options, "slots": len(owned.devices) // min(owned.sizes)})
             return
         try:

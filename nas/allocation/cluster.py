@@ -1,0 +1,51 @@
+"""The cluster as the gang workers publish it, and the decision made from it: one code path for the real worker
+(``webapp.worker.device_claims``, records read from Redis) and the benchmark's simulator (records kept in memory).
+
+A host's record (JSON data)::
+
+    {"host": "node-a", "devices": 4, "sizes": [1, 2, 4],
+     "running": [{"search": 12, "gang": 2, "started": 1700000000.0, "expected": 310.0, "spread": 0.8}, ...]}
+
+``running`` lists what its devices run, of every search: ``expected`` is the mean seconds the evaluation was
+expected to take when it started (its search's throughput model), ``spread`` that model's spread of durations. The
+devices of any search count as busy; their time left is the lognormal expectation given how long they have run.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nas.allocation.model import ThroughputModel, time_left
+from nas.allocation.policy import Allocation, Allocator, HostState, Pending
+
+
+def running_entry(search: Any, gang: int, started: float, model: ThroughputModel, host: str) -> dict[str, Any]:
+    """What a worker publishes for an evaluation it starts on ``gang`` devices of ``host``."""
+    return {"search": search, "gang": int(gang), "started": float(started),
+            "expected": round(model.duration(host, gang), 3), "spread": round(model.spread(), 4)}
+
+
+def host_state(record: Mapping[str, Any], now: float, free: int | None = None) -> HostState:
+    """The allocator's view of one published host at ``now`` (``free``: the exact count where the caller knows it,
+    as a worker does for its own host; else devices less the busy ones)."""
+    devices = int(record["devices"])
+    busy = [time_left(float(r["expected"]), now - float(r["started"]), float(r.get("spread", 0.0)))
+            for r in record.get("running", ()) for _ in range(int(r["gang"]))]
+    busy = sorted(busy)[:devices]
+    idle = devices - len(busy) if free is None else max(0, min(int(free), devices))
+    return HostState(str(record["host"]), tuple(int(s) for s in record["sizes"]), devices, idle,
+                     tuple(busy[:devices - idle]))
+
+
+def decide(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+           here: str | None = None, free: Mapping[str, int] | None = None, search: Any = None,
+           allocator: Allocator | None = None) -> Allocation:
+    """The allocation for the next candidate of ``search`` (its ``model``), from the published hosts: run ``here``
+    (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known. The search's own
+    running evaluations (by their ``search`` field) fill ``pending.running``."""
+    hosts = [host_state(record, now, (free or {}).get(str(record["host"]))) for record in records]
+    if search is not None and not pending.running:
+        mine = tuple(int(r["gang"]) for record in records for r in record.get("running", ())
+                     if str(r.get("search")) == str(search))
+        pending = Pending(pending.waiting, pending.more, mine)
+    return (allocator or Allocator(model)).choose(hosts, pending, here)
