@@ -148,6 +148,7 @@ def test_a_worker_on_a_node_that_takes_no_work_skips_what_it_is_handed_without_a
 
     monkeypatch.setenv("NAS_NODE", "gpu1")
     node_state.put("gpu1", "draining")
+    transport.set_stopped(search.pk, False)  # Redis outlives the test database: an earlier search had this pk
     pushed = []
     monkeypatch.setattr(runner, "_push", pushed.append)
     individual = {"search": search.pk, "individual": 999_001, "number": 0}
