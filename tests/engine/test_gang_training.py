@@ -29,6 +29,21 @@ def ranks() -> list[psutil.Process]:
     return found
 
 
+def training_rank_one() -> psutil.Process | None:
+    """A live rank 1 of a gang that has started training: its folder's marker, and the process naming that folder
+    (a folder left in /tmp by an earlier run has a marker but no process)."""
+    for marker in glob.glob("/tmp/nas-gang-*/training.1"):
+        folder = Path(marker).parent.as_posix()
+        for process in ranks():
+            try:
+                command = process.cmdline()
+            except psutil.NoSuchProcess:
+                continue
+            if folder in " ".join(command) and command[-1] == "1":
+                return process
+    return None
+
+
 def test_kill_9_of_a_rank_is_retried_and_the_search_finishes(stack):
     argv = manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode")
     worker = ProcessLog(argv, stack.env())
@@ -43,9 +58,7 @@ def test_kill_9_of_a_rank_is_retried_and_the_search_finishes(stack):
         "evaluation": {"mode": "train", "keep_weights": 0},
     }
     search = launched("gang kill -9", config)
-    marker = wait_until(lambda: sorted(glob.glob("/tmp/nas-gang-*/training.1")), 180, message="rank 1 training")[0]
-    victim = next(p for p in ranks() if Path(marker).parent.as_posix() in " ".join(p.cmdline())
-                  and p.cmdline()[-1] == "1")
+    victim = wait_until(training_rank_one, 180, message="rank 1 training")
     os.kill(victim.pid, signal.SIGKILL)
     search = finished(search.pk, timeout=300)
     assert search.status == Search.Status.FINISHED, search.status_reason
