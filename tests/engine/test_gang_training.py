@@ -29,6 +29,14 @@ def ranks() -> list[psutil.Process]:
     return found
 
 
+def start_gang_of_two(stack) -> None:
+    """A gang worker of two CPU ranks (``evalworker --device cpu,cpu --gang 2``), ready, and a control worker."""
+    worker = ProcessLog(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), stack.env())
+    stack.processes.append(worker)
+    worker.wait_for("ready.", timeout=60)
+    stack.control()
+
+
 def training_rank_one() -> psutil.Process | None:
     """A live rank 1 of a gang that has started training: its folder's marker, and the process naming that folder
     (a folder left in /tmp by an earlier run has a marker but no process)."""
@@ -45,11 +53,7 @@ def training_rank_one() -> psutil.Process | None:
 
 
 def test_kill_9_of_a_rank_is_retried_and_the_search_finishes(stack):
-    argv = manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode")
-    worker = ProcessLog(argv, stack.env())
-    stack.processes.append(worker)
-    worker.wait_for("ready.", timeout=60)
-    stack.control()
+    start_gang_of_two(stack)
     config = {
         "space": {"name": "chain", "max_layers": 4, "modules": 2},
         "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 1}},
@@ -76,10 +80,7 @@ def test_a_gang_search_prunes_keeps_weights_and_exports_as_one_device_does(stack
     from webapp.searches import ranking
     from webapp.services.exports import best_zip
 
-    worker = ProcessLog(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), stack.env())
-    stack.processes.append(worker)
-    worker.wait_for("ready.", timeout=60)
-    stack.control()
+    start_gang_of_two(stack)
     config = {
         "space": {"name": "chain", "max_layers": 3, "modules": 2},
         "strategy": {"name": "random", "seed": 2, "params": {"max_evaluations": 6}},
@@ -114,10 +115,7 @@ def test_a_compressed_gang_search_records_its_bytes_against_dense(stack):
 
     from webapp.services.exports import individuals_csv
 
-    worker = ProcessLog(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), stack.env())
-    stack.processes.append(worker)
-    worker.wait_for("ready.", timeout=60)
-    stack.control()
+    start_gang_of_two(stack)
     config = {
         "space": {"name": "chain", "max_layers": 2, "modules": 2},
         "strategy": {"name": "random", "seed": 3, "params": {"max_evaluations": 2}},
