@@ -25,6 +25,7 @@ FAILURES = {
     "error": "the evaluator raised an unexpected error (the message has it)",
     "worker_lost": "the worker died during every attempt",
     "malformed": "the worker sent a result the loop could not read",
+    "data_unreadable": "the worker can neither read the registered data set's path nor fetch it from the server",
 }
 
 

@@ -21,10 +21,11 @@ from typing import Any
 from django.conf import settings
 
 from evaluators.failure_text import describe
+from evaluators.own_data import DataSetUnreadable
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, node_state, signing, transport
-from webapp.worker import artifacts, device_claims, hand_back, slots
+from webapp.worker import artifacts, data_fetch, device_claims, hand_back, slots
 from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
 
@@ -37,6 +38,11 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
     once by what keeps weights and exports (``artifacts``); ``report`` receives its intermediate values and may
     stop it (``evaluators.reporting``)."""
     evaluation = individual["evaluation"]
+    if evaluation.get("mode") != "simulated":
+        try:
+            individual = data_fetch.localised(individual)
+        except DataSetUnreadable as error:
+            return EvaluationResult.failed(data_fetch.FAILURE, str(error))
 
     def run(held: list[str]) -> EvaluationResult:
         if evaluation.get("mode") == "simulated":
