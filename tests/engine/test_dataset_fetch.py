@@ -1,0 +1,66 @@
+"""A registered set reaches a worker by its digest (issue 35), on the real stack: uploaded through the JSON API
+(chunks), then trained on by a worker that does not read the path (``NAS_DATA_FETCH=always``: as a host without
+the shared file system) and fetches the archive from the web server, signed, into its host's cache; a worker
+that can neither read nor fetch fails each evaluation with a reason naming it."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from tests.browser.live_stack import free_port, web  # noqa: F401 (fixture)
+from tests.dashboard.uploading import upload
+from tests.engine.conftest import finished, launched, owner
+from tests.evaluators.digit_folders import archive_folder, truncate_one, write_digit_folders
+from webapp.searches.models import Individual, Search
+
+pytestmark = pytest.mark.integration
+
+CONFIG = {
+    "space": {"name": "chain", "max_layers": 2},
+    "strategy": {"name": "regularized", "seed": 5, "params": {"population": 2, "sample_size": 2, "max_evaluations": 2}},
+    "dataset": "uploaded",
+    "data": {"input_size": 8, "validation_share": 0.2},
+    "training": {"epochs": 1, "batch_size": 32, "learning_rate": 0.003},
+    "evaluation": {"mode": "train"},
+}
+
+
+def uploaded(tmp_path, settings, classes=(0, 1, 2, 3), per_class=40):
+    settings.DATA_DIR = tmp_path / "server-data"
+    root = write_digit_folders(tmp_path / "src" / "digits", classes=classes, per_class=per_class, corrupt=False)
+    truncate_one(root)
+    client = Client()
+    client.force_login(owner())
+    response = upload(client, "uploaded", archive_folder(root, tmp_path / "digits.zip", top="digits"))
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_a_worker_fetches_an_uploaded_set_by_digest(stack, web, tmp_path, settings):
+    row = uploaded(tmp_path, settings)
+    cache = tmp_path / "worker-cache"
+    worker = stack.evaluator("alpha", OMP_NUM_THREADS="1", NAS_SERVER_URL=web, NAS_DATA_FETCH="always",
+                             NAS_DATA_CACHE=str(cache))
+    stack.control()
+    search = finished(launched("uploaded digits", CONFIG).pk, timeout=300)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    individuals = list(Individual.objects.filter(search=search))
+    assert len(individuals) == 2 and all(i.status == Individual.Status.DONE for i in individuals), \
+        [i.message for i in individuals]
+    assert (cache / row["digest"]).is_dir() and not list(cache.glob("*.download"))
+    assert worker.text.count("fetched in") == 1 and "cached" in worker.text  # once per host, then the cache
+
+
+def test_a_worker_that_can_neither_read_nor_fetch_names_itself(stack, tmp_path, settings):
+    uploaded(tmp_path, settings, classes=(1, 2), per_class=10)
+    closed = f"http://127.0.0.1:{free_port()}"
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", NAS_SERVER_URL=closed, NAS_DATA_FETCH="always",
+                    NAS_DATA_CACHE=str(tmp_path / "cache"))
+    stack.control()
+    search = finished(launched("unfetchable", CONFIG).pk, timeout=300)
+    individuals = list(Individual.objects.filter(search=search))
+    assert individuals and all(i.status == Individual.Status.FAILED for i in individuals)
+    for individual in individuals:
+        assert individual.failure == "data_unreadable", individual.failure
+        assert "worker " in individual.message and "'uploaded'" in individual.message, individual.message
+        assert f"could not fetch it from {closed}/api/datasets/archives/" in individual.message, individual.message
