@@ -17,7 +17,7 @@ from tests.dashboard.uploading import send_chunks, start, upload
 from tests.evaluators.digit_folders import archive_folder, truncate_one, write_digit_folders
 from webapp.datasets.models import DataSet
 from webapp.messaging import dataset_signing
-from webapp.services import datasets, uploads
+from webapp.services import datasets
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 def data_dir(tmp_path, settings, monkeypatch):
     settings.DATA_DIR = tmp_path / "data"
     settings.NAS_DATASET_ROOTS = [str(tmp_path / "data")]
-    monkeypatch.setattr(uploads, "CHUNK_BYTES", 1024)  # several chunks for a small archive
+    settings.NAS_UPLOAD_CHUNK_BYTES = 1024  # several chunks for a small archive
     return tmp_path / "data"
 
 

@@ -105,7 +105,8 @@ def dataset_row(dataset: DataSet) -> dict[str, Any]:
     return {"name": dataset.name, "owner": dataset.owner.username, "shared": dataset.shared, "kind": dataset.kind,
             "path": dataset.path, "digest": dataset.digest, "classes": dataset.classes, "counts": dataset.counts,
             "images": dataset.images, "imbalance": round(dataset.imbalance, 3), "sizes": dataset.sizes,
-            "channels": dataset.channels, "corrupt": dataset.corrupt, "created": dataset.created.isoformat()}
+            "channels": dataset.channels, "corrupt": dataset.corrupt,
+            "archive": Path(dataset.archive).name if dataset.archive else "", "created": dataset.created.isoformat()}
 
 
 def resolve_dataset(config: dict[str, Any], owner) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 gigabytes goes through ordinary requests and a broken connection costs one chunk, not the whole file.
 
 1. :func:`start`: the name, the file's name and its size in bytes; refused past ``NAS_DATASET_MAX_BYTES``. The
-   answer is an upload id and the chunk size (:data:`CHUNK_BYTES`): chunk ``i`` holds bytes
-   ``[i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES)`` of the file.
+   answer is an upload id and the chunk size (``NAS_UPLOAD_CHUNK_BYTES``, kept with the upload): chunk ``i``
+   holds bytes ``[i * chunk_bytes, (i + 1) * chunk_bytes)`` of the file.
 2. :func:`put_chunk` for each chunk, in any order, as often as needed: a chunk sent again replaces itself (the
    same bytes), so a client that lost an answer simply sends it again; :func:`status` lists the chunks the
    server holds, so a client can resume after a restart with the ones missing.
@@ -33,8 +33,6 @@ from webapp.datasets.models import DataSet
 from webapp.services import datasets
 from webapp.services.datasets import RegisterError
 
-#: Bytes per chunk: under Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB), so a chunk is an ordinary request body.
-CHUNK_BYTES = 2 << 20
 ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -50,8 +48,8 @@ def sets_dir() -> Path:
     return Path(settings.DATA_DIR) / "datasets"
 
 
-def _chunks(size: int) -> int:
-    return (size + CHUNK_BYTES - 1) // CHUNK_BYTES
+def _chunks(meta: dict[str, Any]) -> int:
+    return (meta["size"] + meta["chunk_bytes"] - 1) // meta["chunk_bytes"]
 
 
 def _folder(owner, upload: Any) -> tuple[Path, dict[str, Any]]:
@@ -91,7 +89,7 @@ def start(owner, name: Any, filename: Any, size: Any, shared: Any = False) -> di
     folder = uploads_dir() / upload
     folder.mkdir(parents=True)
     meta = {"owner": owner.pk, "name": name, "filename": os.path.basename(filename)[:200], "size": size,
-            "shared": shared}
+            "shared": shared, "chunk_bytes": settings.NAS_UPLOAD_CHUNK_BYTES}
     (folder / "upload.json").write_text(json.dumps(meta))
     return status(owner, upload)
 
@@ -101,20 +99,20 @@ def status(owner, upload: Any) -> dict[str, Any]:
     folder, meta = _folder(owner, upload)
     received = sorted(int(p.name[6:]) for p in folder.glob("chunk-*") if p.name[6:].isdigit())
     return {"upload": upload, "name": meta["name"], "filename": meta["filename"], "size": meta["size"],
-            "chunk_bytes": CHUNK_BYTES, "chunks": _chunks(meta["size"]), "received": received}
+            "chunk_bytes": meta["chunk_bytes"], "chunks": _chunks(meta), "received": received}
 
 
 def put_chunk(owner, upload: Any, index: int, data: bytes) -> dict[str, Any]:
     """Keep chunk ``index`` (written whole, then renamed into place: a chunk is there entirely or not at all);
     :class:`RegisterError` when the index is out of range or the chunk's length is not its share of the file."""
     folder, meta = _folder(owner, upload)
-    chunks = _chunks(meta["size"])
+    chunks, step = _chunks(meta), meta["chunk_bytes"]
     if not 0 <= index < chunks:
         raise RegisterError(f"Chunk {index} is out of range: this upload has chunks 0 to {chunks - 1}.")
-    expected = min(CHUNK_BYTES, meta["size"] - index * CHUNK_BYTES)
+    expected = min(step, meta["size"] - index * step)
     if len(data) != expected:
         raise RegisterError(f"Chunk {index} must be {expected:,} bytes (got {len(data):,}): chunk i holds bytes "
-                            f"i*{CHUNK_BYTES} up to the next chunk's first of the {meta['size']:,} announced.")
+                            f"i*{step} up to the next chunk's first of the {meta['size']:,} announced.")
     part = folder / f".chunk-{index}.{secrets.token_hex(4)}"
     part.write_bytes(data)
     os.replace(part, folder / f"chunk-{index}")
@@ -122,13 +120,13 @@ def put_chunk(owner, upload: Any, index: int, data: bytes) -> dict[str, Any]:
 
 
 def _join(folder: Path, meta: dict[str, Any]) -> Path:
-    missing = [i for i in range(_chunks(meta["size"])) if not (folder / f"chunk-{i}").is_file()]
+    missing = [i for i in range(_chunks(meta)) if not (folder / f"chunk-{i}").is_file()]
     if missing:
         shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
         raise RegisterError(f"The upload lacks {len(missing)} chunk(s) ({shown}); send them, then finish again.")
     archive = folder / f"archive{archives.suffix_of(meta['filename'])}"
     with open(archive, "wb") as out:
-        for i in range(_chunks(meta["size"])):
+        for i in range(_chunks(meta)):
             with open(folder / f"chunk-{i}", "rb") as chunk:
                 shutil.copyfileobj(chunk, out, 1 << 20)
     return archive
