@@ -10,7 +10,7 @@ Refused, each with a :class:`ArchiveError` naming the entry, before a single fil
 - a device, FIFO or other special file;
 - a file named ``.png``/``.jpg``/``.jpeg`` whose first bytes are no PNG or JPEG signature (a text file or a
   program under an image's name; a real image cut short is another matter: the scan lists it as corrupt and
-  skips it);
+  skips it), in an upload (not in the server's archive a worker fetches: its content is checked by digest);
 - more unpacked bytes than ``limit`` (an archive that inflates: a zip bomb).
 
 What is unpacked: every regular file and folder, under ``dest``. The set's root (:func:`set_root`) is ``dest``,
@@ -71,7 +71,7 @@ def _refuse_non_image(name: str, head: bytes) -> None:
                            f"{head[:8]!r}, not a PNG or JPEG signature); nothing was registered.")
 
 
-def _zip_members(archive: zipfile.ZipFile) -> Iterator[tuple[str, str, str, int]]:
+def _zip_members(archive: zipfile.ZipFile, sniff: bool) -> Iterator[tuple[str, str, str, int]]:
     """``(name in the archive, name to write, kind, size)`` of each entry, kind ``dir`` or ``file``, after the
     checks."""
     for info in archive.infolist():
@@ -84,12 +84,13 @@ def _zip_members(archive: zipfile.ZipFile) -> Iterator[tuple[str, str, str, int]
             continue
         if stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: a zip made without Unix file types
             raise ArchiveError(f"The archive's entry {name!r} is not a regular file; nothing was registered.")
-        with archive.open(info) as handle:
-            _refuse_non_image(name, handle.read(8))
+        if sniff:
+            with archive.open(info) as handle:
+                _refuse_non_image(name, handle.read(8))
         yield info.filename, name, "file", info.file_size
 
 
-def _tar_members(archive: tarfile.TarFile) -> Iterator[tuple[str, str, str, int]]:
+def _tar_members(archive: tarfile.TarFile, sniff: bool) -> Iterator[tuple[str, str, str, int]]:
     for member in archive.getmembers():
         name = _checked_name(member.name)
         if member.issym() or member.islnk():
@@ -99,8 +100,9 @@ def _tar_members(archive: tarfile.TarFile) -> Iterator[tuple[str, str, str, int]
             continue
         if not member.isfile():
             raise ArchiveError(f"The archive's entry {name!r} is not a regular file; nothing was registered.")
-        handle = archive.extractfile(member)
-        _refuse_non_image(name, handle.read(8) if handle else b"")
+        if sniff:
+            handle = archive.extractfile(member)
+            _refuse_non_image(name, handle.read(8) if handle else b"")
         yield member.name, name, "file", member.size
 
 
@@ -118,12 +120,12 @@ def _open(path: Path):
         raise ArchiveError(f"{path.name} is not a readable {kind} archive: {error}") from None
 
 
-def check(path: Path, limit: int) -> list[tuple[str, str, str, int]]:
+def check(path: Path, limit: int, sniff: bool = True) -> list[tuple[str, str, str, int]]:
     """The archive's entries ``(name in the archive, name to write, kind, size)`` after every check above; :class:`ArchiveError`."""
     handle, members = _open(path)
     with handle:
         try:
-            entries = list(members(handle))
+            entries = list(members(handle, sniff))
         except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as error:
             raise ArchiveError(f"{path.name} is damaged: {error}") from None
     total = sum(size for *_, size in entries)
@@ -135,10 +137,12 @@ def check(path: Path, limit: int) -> list[tuple[str, str, str, int]]:
     return entries
 
 
-def unpack(path: Path, dest: Path, limit: int) -> Path:
+def unpack(path: Path, dest: Path, limit: int, sniff: bool = True) -> Path:
     """Check the archive (:func:`check`), unpack it into ``dest`` (made; removed again on any failure) and return
-    the set's root (:func:`set_root`)."""
-    entries = check(path, limit)
+    the set's root (:func:`set_root`). ``sniff=False``: no check of the image files' first bytes (a worker
+    unpacking the server's archive of a registered set: it holds the corrupt files the registration listed,
+    and the digest checks its content)."""
+    entries = check(path, limit, sniff)
     dest.mkdir(parents=True)
     try:
         handle, _ = _open(path)

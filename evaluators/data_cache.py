@@ -60,7 +60,7 @@ def _fetch(cache: Path, digest: str, kind: str, download: Callable[[Path], None]
             os.replace(part, cache / f"{digest}.npz")
             return cache / f"{digest}.npz"
         try:
-            root = archives.unpack(part, unpacking, limit)
+            root = archives.unpack(part, unpacking, limit, sniff=False)
         except archives.ArchiveError as error:
             raise DataSetUnreadable(f"{where()}: the archive fetched for {digest[:12]} is refused: {error}") from None
         _check(data_files.digest(root, "folder"), digest)

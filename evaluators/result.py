@@ -29,6 +29,11 @@ FAILURES = {
 }
 
 
+#: Metrics on a held-out test set (``held_out_accuracy``, ``held_out_images``): recorded and reported, never an
+#: objective, so no strategy ranks by them.
+HELD_OUT = "held_out_"
+
+
 class MalformedResult(ValueError):
     """A result whose JSON is not an :class:`EvaluationResult` (the loop fails the individual with it)."""
 
@@ -98,7 +103,7 @@ class EvaluationResult:
     def objectives(self) -> dict[str, float]:
         """The finite numeric metrics: what a multi-objective strategy may rank by."""
         return {name: float(value) for name, value in self.metrics.items()
-                if _finite_or_none(value) is not None}
+                if _finite_or_none(value) is not None and not name.startswith(HELD_OUT)}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (strict JSON: non-finite floats become ``None``), with the format's ``version``."""

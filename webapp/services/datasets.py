@@ -121,6 +121,22 @@ def resolve_dataset(config: dict[str, Any], owner) -> dict[str, Any]:
         mine = ", ".join(visible_datasets(owner).values_list("name", flat=True)[:20]) or "none yet"
         raise ConfigError("dataset", f"there is no data set {name!r}: the built-in ones are {', '.join(DATASETS)}; "
                                      f"the registered ones you may use are {mine} (manage.py dataset add NAME PATH)")
-    registered = {"name": found.name, "kind": found.kind, "path": found.path, "digest": found.digest,
-                  "classes": found.classes, "channels": found.channels}
+    registered = description(found)
+    test = config["data"].get("test")
+    if test:
+        held = visible_datasets(owner).filter(name=test).first()
+        if held is None:
+            raise ConfigError("data.test", f"there is no registered data set {test!r} that you may use")
+        if held.classes != found.classes or held.channels != found.channels:
+            raise ConfigError("data.test", f"{test} must have the classes and channels of {name} (it has "
+                                           f"{', '.join(held.classes)[:200]} with {held.channels} channel(s); "
+                                           f"{name} has {', '.join(found.classes)[:200]} with {found.channels})")
+        registered["held_out"] = description(held)
     return {**config, "registered": registered}
+
+
+def description(found: DataSet) -> dict[str, Any]:
+    """What a worker needs to read the set (``evaluators.catalog``'s registered description, less the search's
+    data settings)."""
+    return {"name": found.name, "kind": found.kind, "path": found.path, "digest": found.digest,
+            "classes": found.classes, "channels": found.channels}

@@ -78,10 +78,14 @@ def local_copy(spec: dict[str, Any]) -> tuple[str, str]:
 
 
 def localised(individual: dict[str, Any]) -> dict[str, Any]:
-    """``individual`` with its registered set's path replaced by the copy this host reads (built-in sets pass
-    unchanged)."""
+    """``individual`` with its registered set's path (and its held-out set's) replaced by the copy this host
+    reads (built-in sets pass unchanged)."""
     spec = individual.get("dataset")
     if not is_registered(spec):
         return individual
     path, _ = local_copy(dict(spec))
-    return {**individual, "dataset": {**spec, "path": path}}
+    localised_spec = {**spec, "path": path}
+    if spec.get("held_out"):  # the search's held-out test set, reached the same way
+        held, _ = local_copy(dict(spec["held_out"]))
+        localised_spec["held_out"] = {**spec["held_out"], "path": held}
+    return {**individual, "dataset": localised_spec}
