@@ -26,6 +26,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from evaluators import data_files
 from evaluators.data_files import IMAGE_SUFFIXES
 
 SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
@@ -163,6 +164,18 @@ def unpack(path: Path, dest: Path, limit: int, sniff: bool = True) -> Path:
         shutil.rmtree(dest, ignore_errors=True)
         raise
     return set_root(dest)
+
+
+def write_tar(root: Path, target: Path) -> Path:
+    """A ``.tar`` at ``target`` of the image files of ``root``'s class folders (as ``class/relative path``): what
+    the server sends a worker for a set registered by path (corrupt files too: the digest covers them)."""
+    part = target.with_name(target.name + ".part")
+    with tarfile.open(part, "w") as archive:
+        for classes in data_files.class_folders(root):
+            for file in data_files.image_files(classes):
+                archive.add(file, arcname=file.relative_to(root).as_posix(), recursive=False)
+    part.replace(target)
+    return target
 
 
 def set_root(folder: Path) -> Path:

@@ -8,13 +8,11 @@ path, a ``.tar`` of its class folders' image files, made on the first fetch unde
 from __future__ import annotations
 
 import fcntl
-import os
-import tarfile
 from pathlib import Path
 
 from django.conf import settings
 
-from evaluators import data_files
+from evaluators import archives
 from webapp.datasets.models import DataSet
 
 
@@ -25,13 +23,7 @@ def _folder_archive(dataset: DataSet) -> Path:
     with open(folder / f"{dataset.digest}.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not target.is_file():
-            root = Path(dataset.path)
-            part = target.with_suffix(".part")
-            with tarfile.open(part, "w") as archive:
-                for classes in data_files.class_folders(root):
-                    for file in data_files.image_files(classes):
-                        archive.add(file, arcname=file.relative_to(root).as_posix(), recursive=False)
-            os.replace(part, target)
+            archives.write_tar(Path(dataset.path), target)
     return target
 
 
