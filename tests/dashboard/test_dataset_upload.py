@@ -214,3 +214,24 @@ def test_zip_entry_checks_read_no_more_than_the_header(tmp_path):
     from evaluators import archives
 
     assert [e[1:3] for e in archives.check(tmp_path / "x.zip", 1000)] == [("a/1.png", "file")]
+
+
+def test_the_command_registers_an_archive_under_the_roots(data_dir, digits, tmp_path, users):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    (data_dir / "incoming").mkdir(parents=True)
+    archive = archive_folder(digits, data_dir / "incoming" / "d.tar", top="d")
+    out = StringIO()
+    call_command("dataset", "add", "fromcli", str(archive), "--owner", "owner", stdout=out)
+    assert "registered fromcli: 23 images in 3 classes" in out.getvalue()
+    found = DataSet.objects.get(name="fromcli")
+    assert found.archive.endswith(".tar") and archive.is_file()  # a copy kept, the original left in place
+    with pytest.raises(CommandError, match="outside the folders"):
+        call_command("dataset", "add", "outside", str(archive_folder(digits, tmp_path / "x.zip")), "--owner", "owner")
+    bad = zip_of(data_dir / "incoming", [("a/1.png", png(digits)), ("../b/1.png", png(digits))])
+    with pytest.raises(CommandError, match="climbs out of the archive"):
+        call_command("dataset", "add", "bad", str(bad), "--owner", "owner")
+    assert DataSet.objects.count() == 1 and not list((data_dir / "datasets").glob(".incoming-*"))

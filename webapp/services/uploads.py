@@ -137,21 +137,50 @@ def finish(owner, upload: Any) -> DataSet:
     with nothing registered (and the upload removed, unless only chunks are missing)."""
     folder, meta = _folder(owner, upload)
     archive = _join(folder, meta)
-    name = meta["name"]
-    stem = sets_dir() / f"{name}-{upload[:8]}"
-    kept = stem.with_name(stem.name + archives.suffix_of(meta["filename"]))
     try:
-        datasets.check_name(name)
+        return register_archive(owner, meta["name"], archive, meta["filename"], meta["shared"], upload[:8])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def register_archive(owner, name: Any, archive: Path, filename: str, shared: Any = False,
+                     tag: str | None = None) -> DataSet:
+    """Check, unpack, scan and register the archive at ``archive`` (``filename``: its name as the user gave it)
+    as ``name``; the archive is moved beside what was unpacked (``NAS_DATA_DIR/datasets/NAME-TAG.zip``) and kept
+    for the workers' fetch. :class:`RegisterError` with nothing registered and nothing left behind."""
+    name = datasets.check_name(name)
+    shared = datasets.check_sharing(owner, shared)
+    stem = sets_dir() / f"{name}-{tag or secrets.token_hex(4)}"
+    try:
+        kept = stem.with_name(stem.name + archives.suffix_of(filename))
+    except archives.ArchiveError as error:
+        raise RegisterError(str(error)) from None
+    try:
         try:
             root = archives.unpack(archive, stem, settings.NAS_DATASET_MAX_BYTES)
         except archives.ArchiveError as error:
             raise RegisterError(str(error)) from None
-        found = datasets.scanned(root, meta["filename"])
+        found = datasets.scanned(root, filename)
         os.replace(archive, kept)
-        return datasets.record(owner, name, meta["shared"], root, found, archive=str(kept))
+        return datasets.record(owner, name, shared, root, found, archive=str(kept))
     except BaseException:
         shutil.rmtree(stem, ignore_errors=True)
         kept.unlink(missing_ok=True)
         raise
+
+
+def register_archive_path(owner, name: Any, path: Any, shared: Any = False) -> DataSet:
+    """``manage.py dataset add NAME ARCHIVE``: an archive file under ``NAS_DATASET_ROOTS`` registered as an
+    upload would be (a copy of it is kept; the original stays where it is)."""
+    resolved = datasets.allowed_path(path)
+    if not resolved.is_file():
+        raise RegisterError(f"{path} does not exist (or is not a file).")
+    if resolved.stat().st_size > settings.NAS_DATASET_MAX_BYTES:
+        raise RegisterError(_limit_message(resolved.stat().st_size))
+    sets_dir().mkdir(parents=True, exist_ok=True)
+    copy = sets_dir() / f".incoming-{secrets.token_hex(8)}"
+    shutil.copyfile(resolved, copy)
+    try:
+        return register_archive(owner, name, copy, resolved.name, shared)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        copy.unlink(missing_ok=True)
