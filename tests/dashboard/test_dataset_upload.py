@@ -138,7 +138,9 @@ def test_size_limit_names_the_setting(data_dir, digits, tmp_path, client, users,
     assert response.status_code == 400 and "unpacks to" in response.json()["error"]
     for bad in ({"name": "x", "filename": "x.rar", "size": 3}, {"name": "x", "filename": "x.zip", "size": -1},
                 {"name": "digits", "filename": "x.zip", "size": 3}, {"name": "x", "filename": "x.zip", "size": 3,
-                                                                    "shared": True}):
+                                                                    "shared": True},
+                {"name": "x", "filename": "x.zip", "size": 3, "shared": "no"}, {"name": "x", "size": 3},
+                {"name": "x", "filename": "x.zip", "size": 3, "extra": 1}):
         refused = client.post(reverse("api-upload-start"), bad, content_type="application/json")
         assert refused.status_code == 400 and refused.json()["error"], bad
     nothing_registered(data_dir)

@@ -74,6 +74,8 @@ def start(owner, name: Any, filename: Any, size: Any, shared: Any = False) -> di
     """A new upload of ``size`` bytes to register as ``name``; :class:`RegisterError` when the name is taken or
     malformed, the file is no ``.zip``/``.tar``, or ``size`` is past ``NAS_DATASET_MAX_BYTES``."""
     name = datasets.check_name(name)
+    if not isinstance(shared, bool):
+        raise RegisterError(f"`shared` must be true or false (got {shared!r:.60}).")
     shared = datasets.check_sharing(owner, shared)
     if not isinstance(filename, str) or not filename:
         raise RegisterError("An upload needs the archive's file name (a .zip or .tar of class folders).")
