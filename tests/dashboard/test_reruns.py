@@ -143,3 +143,38 @@ def test_the_command_reruns_and_explains_a_refusal(search, capsys):
     call_command("search", "rerun", str(search.pk))
     assert "Re-run of 1 individual of search" in capsys.readouterr().out
     assert search.individuals.get(number=3).status == "queued"
+
+
+def test_a_late_result_fills_the_row_of_its_lost_attempt_and_leaves_the_individual(search):
+    from webapp.control import recording
+    from webapp.messaging import messages
+
+    individual = search.individuals.get(number=5)
+    Attempt.objects.filter(individual=individual).update(outcome="lost", reason="worker_lost")
+    Individual.objects.filter(pk=individual.pk).update(attempts=2)
+    individual.refresh_from_db()
+
+    def late(attempt: int) -> messages.Result:
+        return messages.parse({
+            "type": "result", "search": search.pk, "individual": individual.pk, "number": 5, "task_id": "t",
+            "node": "slow", "device": "cpu", "slot": "slow/cpu/0", "attempt": attempt, "started": 1.0,
+            "finished": 2.0, "duration": 1.0, "packet_bytes": 0,
+            "result": {"status": "failed", "failure": "oom", "message": "RuntimeError: CUDA out of memory"}})
+
+    before = (individual.status, individual.fitness, individual.node)
+    assert recording.record_result(search, individual, late(1), nbytes=10) is None
+    row = Attempt.objects.get(individual=individual, number=1)
+    assert (row.outcome, row.reason, row.kind, row.node) == ("failed", "oom", "RuntimeError", "slow")
+    assert recording.record_result(search, individual, late(3), nbytes=10) is None  # never started: no row
+    individual.refresh_from_db()
+    assert (individual.status, individual.fitness, individual.node) == before
+    assert Attempt.objects.filter(individual=individual).count() == 1
+
+
+def test_a_stopped_search_keeps_its_rerun_until_it_is_resumed(search, no_loop):
+    Search.objects.filter(pk=search.pk).update(status=Search.Status.STOPPED)
+    search.refresh_from_db()
+    done = reruns.rerun(search.owner, search, 3)
+    assert done.status == "stopped" and "run when the search is resumed" in done.message and no_loop == []
+    rows = {row["number"]: row["state"] for row in queries.individuals_page(search, {}).rows}
+    assert rows[3] == "not sent"  # the resume's loop sends it (SearchLoop.begin)

@@ -13,11 +13,13 @@ Numbers: a worker counts the starts of one run of an individual from 1 (``transp
 """
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.utils import timezone
 
 from evaluators.failure_text import parse
+from webapp.messaging import messages
 from webapp.searches.models import Attempt, Individual
 
 #: The longest message an attempt keeps (the individual keeps its own, longer, copy of the last one).
@@ -29,9 +31,13 @@ def number_of(individual: Individual, worker_attempt: int) -> int:
     return individual.attempt_base + max(int(worker_attempt or 0), 1)
 
 
-def _row(individual: Individual, number: int, outcome: str, **fields: Any) -> Attempt:
+def _peak(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _row(individual: Individual, number: int, **fields: Any) -> Attempt:
     row, _ = Attempt.objects.update_or_create(individual=individual, number=number, defaults={
-        "run": individual.reruns, "outcome": outcome, **fields})
+        "run": individual.reruns, **fields})
     return row
 
 
@@ -41,16 +47,36 @@ def _failure_fields(reason: str, message: str) -> dict[str, Any]:
             "traceback": "\n".join(failure.traceback)}
 
 
+def _outcome(ok: bool, pruned: bool, reason: str, message: str) -> dict[str, Any]:
+    """The outcome of a result and, for a failed one, what went wrong."""
+    if ok or pruned:
+        return {"outcome": Attempt.Outcome.PRUNED if pruned else Attempt.Outcome.OK, "reason": "", "kind": "",
+                "message": "", "traceback": ""}
+    return {"outcome": Attempt.Outcome.FAILED, **_failure_fields(reason or "error", message)}
+
+
 def record_result(individual: Individual, worker_attempt: int, ok: bool, pruned: bool, peak: Any,
                   started: Any, finished: Any) -> Attempt:
     """A worker's result for the attempt (the individual already holds it: status, failure, node, times)."""
-    outcome = Attempt.Outcome.FAILED if not ok else (Attempt.Outcome.PRUNED if pruned else Attempt.Outcome.OK)
-    failure = _failure_fields(individual.failure, individual.message) if not ok else {
-        "reason": "", "kind": "", "message": "", "traceback": ""}
-    return _row(individual, number_of(individual, worker_attempt), outcome, **failure,
-                node=individual.node, device=individual.device, slot=individual.slot, started=started,
-                finished=finished, duration=individual.duration,
-                peak_memory_bytes=peak if isinstance(peak, int) and peak >= 0 else None)
+    return _row(individual, number_of(individual, worker_attempt),
+                **_outcome(ok, pruned, individual.failure, individual.message), node=individual.node,
+                device=individual.device, slot=individual.slot, started=started, finished=finished,
+                duration=individual.duration, peak_memory_bytes=_peak(peak))
+
+
+def record_late(individual: Individual, message: messages.Result, started: dt.datetime | None,
+                finished: dt.datetime | None) -> Attempt | None:
+    """A result for an individual that is final already: the attempt it comes from was given up as lost (a
+    worker slower than its heartbeat) while another gave the individual its result. Its row says what really
+    happened; the individual is unchanged. A message read twice finds its row written: nothing changes."""
+    number = number_of(individual, message.attempt)
+    row = Attempt.objects.filter(individual=individual, number=number).first()
+    if number > individual.attempts or (row is not None and row.outcome != Attempt.Outcome.LOST):
+        return row
+    payload, origin = message.result, message.origin
+    return _row(individual, number, **_outcome(payload.ok, payload.pruned, payload.failure or "", payload.message),
+                node=origin.node, device=origin.device, slot=origin.slot, started=started, finished=finished,
+                duration=message.duration, peak_memory_bytes=_peak(payload.peak_memory_bytes))
 
 
 def record_lost(individual: Individual, why: str, reason: str = "worker_lost") -> Attempt | None:
@@ -62,7 +88,7 @@ def record_lost(individual: Individual, why: str, reason: str = "worker_lost") -
     existing = Attempt.objects.filter(individual=individual, number=individual.attempts).first()
     if existing is not None:
         return existing
-    return _row(individual, individual.attempts, Attempt.Outcome.LOST, **_failure_fields(reason, why),
+    return _row(individual, individual.attempts, outcome=Attempt.Outcome.LOST, **_failure_fields(reason, why),
                 node=individual.node, device=individual.device, slot=individual.slot, started=individual.started,
                 finished=individual.finished or timezone.now(), duration=None, peak_memory_bytes=None)
 
@@ -78,7 +104,7 @@ def before(individual: Individual, number: int) -> None:
     known = set(Attempt.objects.filter(individual=individual).values_list("number", flat=True))
     for missing in range(individual.attempt_base + 1, number):
         if missing not in known and missing != individual.attempts:
-            _row(individual, missing, Attempt.Outcome.LOST, reason="worker_lost", kind="", traceback="",
+            _row(individual, missing, outcome=Attempt.Outcome.LOST, reason="worker_lost", kind="", traceback="",
                  message="its worker died before it reported a start", node="", device="", slot="")
 
 

@@ -149,8 +149,10 @@ def strategy_result(result: EvaluationResult) -> Result:
 
 
 def record_result(search: Search, individual: Individual, message: messages.Result, nbytes: int) -> Result | None:
-    """Write a worker's result; ``None`` when the individual is final already (a late duplicate is ignored)."""
+    """Write a worker's result; ``None`` when the individual is final already (a late duplicate changes nothing
+but the row of its own attempt, when that attempt was given up as lost: ``attempts.record_late``)."""
     if individual.status in Individual.FINAL:
+        attempts.record_late(individual, message, when(message.started), when(message.finished))
         return None
     payload, origin = message.result, message.origin
     result = strategy_result(payload)
