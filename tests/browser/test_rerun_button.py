@@ -21,6 +21,11 @@ def test_the_rerun_button_reruns_a_failed_individual_and_its_page_lists_both_att
     search = finished(launched("rerun button", failing_config(failing=1, evaluations=4)).pk, timeout=120)
     assert Individual.objects.get(search=search, number=0).status == "failed"
     sign_in(page, web, owner())
+    page.goto(f"{web}/searches/{search.pk}/")
+    assert page.locator("#rerun-failed-button").inner_text() == "Re-run failed (1) and extend"
+    assert "5 in all" in page.locator("#rerun-failed-note").inner_text()
+    if SHOTS:
+        page.screenshot(path=os.path.join(SHOTS, "search-rerun-failed.png"), full_page=False)
     page.goto(f"{web}/searches/{search.pk}/individuals/0/")
     assert page.locator("#attempt-1").inner_text().count("oom") and "page-sick" in page.locator("#attempt-1").inner_text()
     button = page.locator("#rerun-button")
