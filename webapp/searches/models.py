@@ -1,8 +1,10 @@
 """Searches, their individuals, their events and the evaluation workers: fields only.
 
-Writes go through the services: a search's own control loop writes its individuals and its results
-(``webapp.control.recording``), the user's actions its status (``webapp.services.lifecycle``), the reaper the
-worker registry (``webapp.control.registry``), and both the events (``webapp.searches.broadcast``).
+Writes go through the services: a search's own control loop writes its individuals, their attempts and its
+results (``webapp.control.recording``, ``webapp.control.attempts``), the user's actions its status
+(``webapp.services.lifecycle``), the reaper the worker registry (``webapp.control.registry``), and both the events
+(``webapp.searches.broadcast``). One user action touches individuals: a re-run puts failed ones back in the
+queue (``webapp.services.reruns``), under the search row's lock that every write of the loop takes.
 """
 from __future__ import annotations
 
