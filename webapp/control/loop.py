@@ -23,7 +23,7 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import faults, kept, pruning, recording, strategy_store
+from webapp.control import attempts, faults, kept, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
 from webapp.messaging import allocation_state, messages, node_state, signing, transport
 from webapp.searches import accounting, broadcast
@@ -61,6 +61,7 @@ class SearchLoop(LoopShell):
         self.pool = config["pool"]
         self.population = int(config["strategy"]["params"].get("population", 20))
         self._checked_stale = 0.0
+        self._checked_reruns = 0.0
         self._slots_seen = 0.0
         self._live_slots: list[dict[str, Any]] = []
         self._drained = False
@@ -81,6 +82,7 @@ class SearchLoop(LoopShell):
             self._send_unsent()
         self.collect(wait=settings.NAS_LOOP_WAIT)
         self.check_stale()
+        self._send_reruns()
         self.dispatch()
         self._account()
         if self.strategy.done and not self._in_flight().exists():
@@ -184,9 +186,16 @@ class SearchLoop(LoopShell):
         result = recording.record_result(search, individual, message, nbytes=nbytes)
         if result is not None:
             result = self.pruning.result(search, individual, message.result, result)
-            self.strategy.tell(individual.number, result)
+            self._tell(individual, result)
             batch.recorded.append(individual)
             batch.events.append(("individual.finished", broadcast.finished_event(individual)))
+
+    def _tell(self, individual: Individual, result) -> None:
+        """The strategy learns each individual's first final outcome, once: a re-run's (``reruns`` > 0) is
+        recorded on the individual and in the counts, never told again (the strategy already bred from the
+        failure it was told, and its archive only grows; ``webapp.services.reruns``)."""
+        if not individual.reruns:
+            self.strategy.tell(individual.number, result)
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
         """A slot dropped it because the search was stopped: sent again at once if the search runs again
@@ -234,6 +243,11 @@ class SearchLoop(LoopShell):
         idle = any(slot.get("current") is None for slot in self.live_slots())
         queued = self._in_flight().filter(status=Individual.Status.QUEUED, dispatched__isnull=False)
         lost = [i for i in queued if idle and (wall - i.dispatched).total_seconds() > grace]
+        if stale:  # each attempt that died with its worker leaves its reason and node
+            with recording.fenced(self.search_id, self.owner):
+                for individual in stale:
+                    attempts.record_lost(individual, f"no heartbeat from {individual.slot or 'its worker'} for "
+                                         f"{ttl:g} s: its worker died; sent again")
         resend, failed = [], []
         for individual in stale + lost:
             if transport.starts(self.search_id, individual.pk) >= settings.NAS_MAX_ATTEMPTS:
@@ -260,7 +274,7 @@ class SearchLoop(LoopShell):
                 result = recording.fail_individual(search, individual, reason, text)
                 if result is not None:
                     result = self.pruning.result(search, individual, None, result)
-                    self.strategy.tell(individual.number, result)
+                    self._tell(individual, result)
                     recorded.append(individual)
                     events.append(("individual.finished", broadcast.individual_event(individual)))
             events.append(("search.progress", recording.save_progress(search, self.strategy, recorded)))
@@ -314,6 +328,14 @@ class SearchLoop(LoopShell):
         if (waiting, more) != getattr(self, "_pending_seen", None):
             allocation_state.publish_pending(self.search_id, waiting, more)
             self._pending_seen = (waiting, more)
+
+    def _send_reruns(self) -> None:
+        """Re-runs its owner asked for while it runs (``webapp.services.reruns`` queues them unsent): sent here,
+        through the same packets as any evaluation, checked at the heartbeat's pace."""
+        now = time.monotonic()
+        if now - self._checked_reruns >= settings.NAS_HEARTBEAT_SECONDS:
+            self._checked_reruns = now
+            self._send_unsent()
 
     def _send_unsent(self) -> None:
         """After a crash between creating individuals and sending them: send those never dispatched."""

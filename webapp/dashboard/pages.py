@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.dashboard import architecture, csp, display
+from webapp.dashboard.attempts_view import attempt_rows, rerun_button, rerun_failed_button
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import CURVE_WAITS, individual_curve
@@ -92,6 +93,7 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
         "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
         "pruning_text": describe_pruning(search.stats),
         "scaling": gangs, "scaling_rows": display.scaling_rows(gangs),
+        "rerun_failed": rerun_failed_button(request.user, search),
         "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
         if search.status == Search.Status.RUNNING else "",
     })
@@ -149,7 +151,9 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "traffic": display.traffic(individual.metrics or {}),
         "failure": failure_view(individual),
         # "lost, retrying (attempt 2)" rather than a bare "queued": the table's words (issue 36, item 7).
-        "state": queries.shown_state(individual.status, individual.dispatched, search.status, individual.attempts),
+        "state": queries.shown_state(individual.status, individual.dispatched, search.status, individual.attempts,
+                                     individual.attempt_base),
+        "attempts": attempt_rows(individual), "rerun": rerun_button(request.user, individual),
         "curve_waits": CURVE_WAITS if not individual.curve and individual.status not in Individual.FINAL else "",
     })
 

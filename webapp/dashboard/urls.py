@@ -1,7 +1,7 @@
 from django.urls import path
 
 from webapp.dashboard import (api, architecture_form, assets, dataset_views, downloads, node_views, pages,
-                              weights_form, weights_pages)
+                              rerun_views, weights_form, weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -12,6 +12,7 @@ urlpatterns = [
     path("searches/<int:search_id>/", pages.search_detail, name="search-detail"),
     path("searches/<int:search_id>/edit/", pages.search_edit, name="search-edit"),
     path("searches/<int:search_id>/table/", pages.individuals_table, name="search-table"),
+    path("searches/<int:search_id>/rerun/", rerun_views.rerun, name="search-rerun"),
     path("searches/<int:search_id>/<str:action>/", pages.search_action, name="search-action"),
     path("searches/<int:search_id>/individuals/<int:number>/", pages.individual_detail, name="individual-detail"),
     path("searches/<int:search_id>/download/individuals.csv", downloads.individuals_csv, name="download-csv"),
@@ -40,5 +41,6 @@ urlpatterns = [
     path("api/searches/<int:search_id>/pareto/", api.pareto, name="api-pareto"),
     path("api/searches/<int:search_id>/beliefs/", api.beliefs, name="api-beliefs"),
     path("api/searches/<int:search_id>/weights/", weights_pages.figures, name="api-weights"),
+    path("api/searches/<int:search_id>/rerun/", rerun_views.api_rerun, name="api-rerun"),
     path("api/searches/<int:search_id>/<str:action>/", api.action, name="api-action"),
 ]

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 #: Metrics first in this order when present; any other metric follows in alphabetical order.
 KNOWN_METRICS = ("accuracy", "params", "flops", "latency_ms", "peak_memory_bytes")
 TIMINGS = ("build", "train", "validate", "total")
-TAIL = ("node", "device", "slot", "attempts", "generation", "operator", "parents", "parent_numbers", "key",
+TAIL = ("node", "device", "slot", "attempts", "reruns", "generation", "operator", "parents", "parent_numbers", "key",
         "description", "failure", "message", "created", "dispatched", "started", "finished", "duration",
         "packet_bytes", "epochs_trained", "predicted_fitness", "prune_reason", "compression", "bytes_sent",
         "bytes_dense", "kept")
@@ -82,7 +82,7 @@ def individuals_csv(search: Search, out: TextIO) -> int:
         times = values.get("timings") if isinstance(values.get("timings"), dict) else {}
         tail = {
             "node": individual.node, "device": individual.device, "slot": individual.slot,
-            "attempts": individual.attempts, "generation": individual.generation, "operator": individual.operator,
+            "attempts": individual.attempts, "reruns": individual.reruns, "generation": individual.generation, "operator": individual.operator,
             "parents": ";".join(individual.parents),
             "parent_numbers": ";".join(str(number_by_key[k]) for k in individual.parents if k in number_by_key),
             "key": individual.key, "description": individual.description, "failure": individual.failure,

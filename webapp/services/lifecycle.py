@@ -72,7 +72,8 @@ def update_draft(search: Search, name: Any, config: Any) -> Search:
     return search
 
 
-def _start_loop(search: Search) -> None:
+def start_loop(search: Search) -> None:
+    """The search's loop starts once the caller's transaction commits."""
     transport.set_stopped(search.pk, False)
     transaction.on_commit(lambda: dispatch.start_loop(search.pk))
 
@@ -93,7 +94,7 @@ def launch(search: Search) -> Search:
             raise ActionError(f"Only a draft search can be launched; this one is {search.status}.")
         search.status, search.started = Search.Status.RUNNING, now
         broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "launched"})
-        _start_loop(search)
+        start_loop(search)
     return search
 
 
@@ -124,7 +125,7 @@ def resume(search: Search) -> Search:
         Search.objects.filter(pk=search.pk).update(status=Search.Status.RUNNING, status_reason="")
         search.status, search.status_reason = Search.Status.RUNNING, ""
         broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "resumed"})
-        _start_loop(search)
+        start_loop(search)
     return search
 
 
