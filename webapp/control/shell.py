@@ -13,6 +13,7 @@ import time
 from webapp.control import lease, recording
 from webapp.control.lease import LeaseLost
 from webapp.messaging import dispatch
+from webapp.notifications import outbox
 from webapp.searches import broadcast
 from webapp.searches.models import Search
 
@@ -70,7 +71,8 @@ class LoopShell:
         """Record the end (with the kind's :meth:`closing`) and tell the pages."""
         with recording.fenced(self.search_id, self.owner) as search:
             self.closing(search)
-            broadcast.notify_many(self.search_id, [("search.status", recording.end_search(search, status, reason))])
+            ended = broadcast.notify(self.search_id, "search.status", recording.end_search(search, status, reason))
+            outbox.search_ended(search, ended.seq)  # the webhooks: queued once this commits
         self.search = search
         log.info("search %s %s %s", self.search_id, status, reason)
         return status
