@@ -18,8 +18,8 @@ class Receiver:
                 data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with owner._lock:
                     status = owner.statuses.pop(0) if owner.statuses else 200
-                    owner.calls.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": data,
-                                        "answered": status})
+                    headers = {name.lower(): value for name, value in self.headers.items()}
+                    owner.calls.append({"path": self.path, "headers": headers, "body": data, "answered": status})
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", "/elsewhere")

@@ -114,7 +114,8 @@ def test_the_secret_is_shown_in_full_once_then_only_its_end(client, users):
 @pytest.mark.django_db
 def test_one_delivery_per_end_and_a_new_one_when_it_ends_again(users, django_capture_on_commit_callbacks):
     user_hooks.set_webhook(users["owner"], "https://same.example.org/h")
-    search = lifecycle.create_search(users["owner"], "s", {**CONFIG, "notify": {"webhook": "https://same.example.org/h"}})
+    config = {**CONFIG, "notify": {"webhook": "https://same.example.org/h"}}
+    search = lifecycle.create_search(users["owner"], "s", config)
     search.status = Search.Status.FINISHED
     search.save()
     with django_capture_on_commit_callbacks(execute=False) as queued:
@@ -172,3 +173,16 @@ def test_an_unreachable_receiver_is_a_failure_not_a_crash(users, receiver):
     delivery = owed(users, url)
     with pytest.raises(sender.DeliveryFailed, match="Error"):
         sender.deliver(delivery.pk, last_try=False)
+
+
+@pytest.mark.django_db
+def test_a_stop_with_no_loop_alive_is_an_end_announced_too(users, django_capture_on_commit_callbacks):
+    user_hooks.set_webhook(users["owner"], "https://mine.example.org/h")
+    search = lifecycle.create_search(users["owner"], "s", CONFIG)
+    Search.objects.filter(pk=search.pk).update(status=Search.Status.RUNNING)
+    search.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        lifecycle.stop(search)  # no lease held: stopped at once, here
+    (delivery,) = Delivery.objects.all()
+    assert delivery.payload["state"] == "stopped" and delivery.payload["reason"] == "stopped by its owner"
+    assert len(queued) == 2  # the page's event and the call

@@ -18,7 +18,8 @@ from webapp.searches.notify_config import WebhookURLError, check_webhook_url
 #: A secret a user sets themselves (a team's shared one) has at least this many characters.
 SECRET_LENGTH = 16
 
-__all__ = ["WebhookURLError", "check_secret", "check_webhook_url", "new_secret", "secret_for", "set_secret", "set_webhook", "settings_of"]
+__all__ = ["WebhookURLError", "check_secret", "check_webhook_url", "new_secret", "secret_for", "set_secret",
+           "set_webhook", "settings_of"]
 
 
 def _row(user: Any) -> UserHook:
