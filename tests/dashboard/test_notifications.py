@@ -186,3 +186,24 @@ def test_a_stop_with_no_loop_alive_is_an_end_announced_too(users, django_capture
     (delivery,) = Delivery.objects.all()
     assert delivery.payload["state"] == "stopped" and delivery.payload["reason"] == "stopped by its owner"
     assert len(queued) == 2  # the page's event and the call
+
+
+@pytest.mark.django_db
+def test_the_search_forms_take_a_webhook_and_refuse_a_bad_one_beside_the_field(client, users):
+    from webapp.dashboard.architecture_form import SearchForm
+    from webapp.dashboard.weights_form import WeightSearchForm
+
+    search = lifecycle.create_search(users["owner"], "s", {**CONFIG, "notify": {"webhook": "https://a.example.org/"}})
+    initial = SearchForm.initial_from(search.name, search.config)
+    assert initial["webhook"] == "https://a.example.org/"
+    for bad in ("ftp://x.example.org/", "https://u:p@x.example.org/"):
+        form = SearchForm({**initial, "webhook": bad}, base=search.config, user=users["owner"])
+        assert not form.is_valid() and "webhook" in form.errors, form.errors
+    form = SearchForm({**initial, "webhook": "http://b.example.org/h"}, base=search.config, user=users["owner"])
+    assert form.is_valid(), form.errors
+    assert form.config["notify"] == {"webhook": "http://b.example.org/h"}
+    weights = lifecycle.create_search(users["owner"], "w", {"kind": "weights", "weights": {"generations": 2}})
+    initial = WeightSearchForm.initial_from(weights.name, weights.config)
+    assert initial["webhook"] == ""
+    form = WeightSearchForm({**initial, "webhook": "file:///etc/passwd"}, base=weights.config)
+    assert not form.is_valid() and "webhook" in form.errors

@@ -17,6 +17,9 @@ from webapp.searches.checks import ConfigError, section, shown
 #: The longest webhook address accepted.
 URL_LENGTH = 2000
 FIELDS = ["webhook"]
+#: The search forms' help for their webhook field.
+WEBHOOK_HELP = ("Optional: an http(s) URL that gets a signed JSON POST when the search finishes, fails or is "
+                "stopped (besides your own webhook of the Notifications page).")
 
 
 class WebhookURLError(ValueError):
