@@ -207,3 +207,13 @@ def test_the_search_forms_take_a_webhook_and_refuse_a_bad_one_beside_the_field(c
     assert initial["webhook"] == ""
     form = WeightSearchForm({**initial, "webhook": "file:///etc/passwd"}, base=weights.config)
     assert not form.is_valid() and "webhook" in form.errors
+
+
+def test_the_task_is_retried_by_celery_with_backoff_from_the_settings(settings):
+    from webapp.notifications.tasks import send_webhook
+
+    assert send_webhook.autoretry_for == (sender.DeliveryFailed,)
+    assert send_webhook.max_retries == settings.NAS_WEBHOOK_RETRIES
+    assert send_webhook.retry_backoff == settings.NAS_WEBHOOK_BACKOFF
+    assert send_webhook.soft_time_limit < send_webhook.time_limit  # below the engine's default limits
+    assert send_webhook.run("not an id") == "rejected"
