@@ -27,6 +27,7 @@ from webapp.searches import starter
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
+from webapp.searches.notify_config import WEBHOOK_HELP
 from webapp.searches.models import Search
 from webapp.services import estimates
 from webapp.services.datasets import visible_datasets
@@ -132,6 +133,8 @@ class SearchForm(forms.Form):
     pool = forms.RegexField(label="Worker pool", regex=POOL, max_length=100,
                             help_text="The queue its evaluation workers pull from (eval by default).",
                             error_messages={"invalid": f"Must be {POOL_RULE}."})
+    webhook = forms.CharField(label="Webhook when it ends", required=False, max_length=2000,
+                              help_text=WEBHOOK_HELP)
     evaluation = forms.ChoiceField(choices=[("train", "train (real PyTorch training)"),
                                             ("simulated", "simulated (no training; for trials)")])
     keep_weights = forms.IntegerField(
@@ -205,6 +208,7 @@ class SearchForm(forms.Form):
         else:
             initial["sim_duration"] = evaluation.get("duration")
         initial["latency_batch"] = (evaluation.get("latency") or {}).get("batch")
+        initial["webhook"] = (config.get("notify") or {}).get("webhook", "")
         return initial
 
     def clean_objectives(self) -> list[list[str]] | None:
@@ -264,6 +268,8 @@ class SearchForm(forms.Form):
         }
         if base and base.get("dataset") == data["dataset"] and "data" in base:
             config["data"] = base["data"]  # a registered set's input size, split and augmentation, kept
+        if data.get("webhook"):
+            config["notify"] = {"webhook": data["webhook"]}
         if data.get("pruner") and data["pruner"] != "none":
             taken = {p.name for p in PRUNERS[data["pruner"]].PARAMS}
             config["pruner"] = {"name": data["pruner"], **{name: data[f"pruner_{name}"] for name in self.pruner_params

@@ -1,7 +1,7 @@
 from django.urls import path
 
-from webapp.dashboard import (api, architecture_form, assets, dataset_views, downloads, node_views, pages,
-                              rerun_views, weights_form, weights_pages)
+from webapp.dashboard import (api, architecture_form, assets, dataset_views, downloads, node_views,
+                              notification_views, pages, rerun_views, weights_form, weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -32,6 +32,8 @@ urlpatterns = [
     path("api/datasets/<str:name>/", dataset_views.api_dataset, name="api-dataset"),
     path("nodes/<str:node>/<str:action>/", node_views.node_action, name="node-action"),
     path("api/nodes/", node_views.api_nodes, name="api-nodes"),
+    path("settings/notifications/", notification_views.settings_page, name="notification-settings"),
+    path("api/notifications/", notification_views.api_settings, name="api-notifications"),
     path("api/nodes/<str:node>/<str:action>/", node_views.api_node_action, name="api-node-action"),
     path("api/searches/", api.searches, name="api-searches"),
     path("api/searches/<int:search_id>/", api.search, name="api-search"),

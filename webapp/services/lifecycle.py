@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from webapp.searches import accounting, broadcast
 from webapp.messaging import dispatch, transport
+from webapp.notifications import outbox
 from webapp.searches.config import (ConfigError, check_config, check_dataset_installed, check_sources_visible,
                                     planned_evaluations)
 from webapp.services import queries
@@ -114,7 +115,9 @@ def stop(search: Search) -> Search:
             accounting.end_period(row.stats, time.time())
         Search.objects.filter(pk=search.pk).update(status=search.status, status_reason=search.status_reason,
                                                    stats=row.stats)
-        broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": search.status_reason})
+        ended = broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": search.status_reason})
+        if search.status == Search.Status.STOPPED:  # ended here (a live loop announces its own end)
+            outbox.search_ended(search, ended.seq)
     return search
 
 
