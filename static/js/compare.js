@@ -33,7 +33,7 @@
       setField(row, "failed", String(r.failed));
       setField(row, "device_hours", fmt(r.device_hours, 3));
       setField(row, "speedup", speedupText(r));
-      setField(row, "wall", Math.round(r.wall) + " s");
+      setField(row, "wall", r.wall_text);
     }
   }
 

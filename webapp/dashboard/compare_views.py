@@ -14,6 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
+from webapp.dashboard import display
 from webapp.dashboard.access import api_login_required
 from webapp.dashboard.api_errors import json_error
 from webapp.dashboard.compare_charts import colour, comparison_figures
@@ -32,8 +33,8 @@ def _plain_error(error: comparison.ComparisonError) -> HttpResponse:
 
 def _payload(searches) -> dict:
     data = comparison.comparison(searches)
-    rows = [{key: value for key, value in search.items() if key not in ("curve", "pareto")}
-            for search in data["searches"]]
+    rows = [{**{key: value for key, value in search.items() if key not in ("curve", "pareto")},
+             "wall_text": display.duration(search["wall"])} for search in data["searches"]]
     return {"figures": comparison_figures(data), "rows": rows, "config": data["config"], "live": data["live"]}
 
 

@@ -7,6 +7,7 @@ urlpatterns = [
     path("", pages.home, name="home"),
     path("assets/plotly.min.js", assets.plotly_js, name="plotly-js"),
     path("searches/", pages.search_list, name="search-list"),
+    path("searches/rows/", pages.search_rows, name="search-rows"),
     path("searches/new/", architecture_form.create, name="search-create"),
     path("searches/new/weights/", weights_form.create, name="weights-create"),
     path("compare/", compare_views.compare_page, name="compare"),
