@@ -40,6 +40,7 @@ def _payload(searches) -> dict:
 
 @login_required
 @require_GET
+@gzip_page  # its figures' layouts repeat plotly's template: ~100 KiB that compress tenfold
 def compare_page(request: HttpRequest) -> HttpResponse:
     try:
         searches = _chosen(request)
@@ -56,6 +57,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
 
 @api_login_required
 @require_GET
+@gzip_page
 def compare_data(request: HttpRequest) -> JsonResponse:
     try:
         searches = _chosen(request)
