@@ -154,3 +154,21 @@ def test_compare_needs_a_sign_in(client, search, second):
     ids = f"{search.pk},{second.pk}"
     assert client.get(reverse("compare"), {"ids": ids}).status_code == 302
     assert client.get(reverse("api-compare"), {"ids": ids}).status_code == 401
+
+
+def test_an_architecture_search_beside_a_weight_search(owner_client, users, search):
+    from tests.dashboard.test_weights_page import CONFIG as WEIGHTS, rows
+    from webapp.searches.models import WeightGeneration
+
+    weights = lifecycle.create_search(users["owner"], "es", WEIGHTS)
+    for row in rows(2):
+        WeightGeneration.objects.create(search=weights, **row)
+    ids = f"{search.pk},{weights.pk}"
+    assert owner_client.get(reverse("compare"), {"ids": ids}).status_code == 200
+    data = owner_client.get(reverse("api-compare"), {"ids": ids}).json()
+    assert [t["name"] for t in data["figures"]["best_evaluations"]["data"]] == [f"#{search.pk} mine", f"#{weights.pk} es"]
+    assert any(row["field"] == "kind" and row["differs"] for row in data["config"])
+    lines = owner_client.get(reverse("compare-csv"), {"ids": ids}).content.decode().splitlines()
+    header = lines[0].split(",")
+    assert header[:3] == ["search", "search_name", "number"] and "generation" in header  # both logs' columns
+    assert len(lines) == 1 + 10 + 2 and lines[-1].startswith(f"{weights.pk},es,")
