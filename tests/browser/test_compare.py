@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.browser.live_stack import sign_in
+from tests.browser.test_security import Watch
 from webapp.searches import accounting
 from webapp.searches.models import Individual, Search
 from webapp.services import lifecycle
@@ -73,6 +74,7 @@ def test_list_sorted_by_best_then_compare(page, live_server, settings, redis_url
     b = recorded(owner, "nsga2 pop 16", {**MULTI, "params": {**MULTI["params"], "population": 16}}, 160, 0.97, 1.5)
     c = recorded(owner, "regularized", regularized, 80, 0.90, 3.0, status="running")
     sign_in(page, live_server.url, owner)
+    watch = Watch(page)  # Grid.js and the compare page's scripts within the Content-Security-Policy
 
     # The list: Grid.js draws it (the plain table hidden), sorts by best on the server, both ways.
     page.goto(live_server.url + "/searches/")
@@ -89,6 +91,8 @@ def test_list_sorted_by_best_then_compare(page, live_server, settings, redis_url
     assert bests == sorted(bests, reverse=True)
     row = page.locator("#search-grid tbody tr").first.inner_text()
     assert "ada" in row and "finished" in row and "160/200" in row  # owner, state, progress of the plan
+
+    watch.clean("the list")
 
     # Tick two searches: Compare opens the page with both.
     assert page.locator("#compare-button").is_disabled()
@@ -115,6 +119,7 @@ def test_list_sorted_by_best_then_compare(page, live_server, settings, redis_url
     assert page.evaluate("() => document.getElementById('chart-pareto-0').data.length") == 2  # c has no front
     speedup = page.locator(f"#compare-table tr[data-search='{c.pk}'] [data-field=speedup]").inner_text()
     assert " of " in speedup
+    watch.clean("the compare page")
     page.wait_for_timeout(300)  # plotly's last relayouts
     shots = settings.STATE_DIR / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
