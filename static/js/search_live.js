@@ -259,54 +259,7 @@
       NasLive.showStatus(event.data.status);
       showReason(event.data.status, event.data.reason);
     }
-    refreshTableSoon();
-  }
-
-  // --- the table of individuals ----------------------------------------------------------------------------
-
-  const table = {sort: "number", page: 1, timer: null, last: 0};
-
-  async function loadTable() {
-    const form = document.getElementById("table-filter");
-    const params = new URLSearchParams(new FormData(form));
-    params.set("sort", table.sort);
-    params.set("page", table.page);
-    const response = await fetch(root.dataset.table + "?" + params.toString());
-    const holder = document.getElementById("table-holder");
-    if (response.ok) {
-      holder.innerHTML = await response.text();
-    } else {  // the message may quote the query: text, never markup
-      const error = document.createElement("p");
-      error.className = "bad";
-      error.textContent = await response.text();
-      holder.replaceChildren(error);
-    }
-    table.last = Date.now();
-  }
-
-  function refreshTableSoon() {
-    if (table.timer) return;
-    table.timer = setTimeout(() => { table.timer = null; loadTable(); }, Math.max(0, 2000 - (Date.now() - table.last)));
-  }
-
-  function tableEvents() {
-    const holder = document.getElementById("table-holder");
-    holder.addEventListener("click", (e) => {
-      const link = e.target.closest("a.sort, a.page");
-      if (!link) return;
-      e.preventDefault();
-      if (link.classList.contains("sort")) {
-        const key = link.dataset.sort;
-        table.sort = table.sort === key ? "-" + key : key;
-        table.page = 1;
-      } else {
-        table.page = Number(link.dataset.page);
-      }
-      loadTable();
-    });
-    const form = document.getElementById("table-filter");
-    form.addEventListener("input", () => { table.page = 1; loadTable(); });
-    form.addEventListener("submit", (e) => { e.preventDefault(); loadTable(); });
+    NasTable.refreshSoon();
   }
 
   // The best-k zip can take seconds (each architecture's first ONNX export): fetch it with the button saying so,
@@ -358,8 +311,6 @@
 
   setInterval(drawRunning, 1000);
 
-  tableEvents();
   slowDownloads();
-  loadTable();
   loadSnapshot().then(live.connect).catch((error) => setText("live-state", "could not load: " + error.message));
 })();

@@ -5,8 +5,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -21,7 +20,8 @@ from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.data_config import dataset_argument
 from webapp.searches.models import Individual, Search
 from webapp.searches.pruning_stats import describe as describe_pruning
-from webapp.services import exports, lifecycle, node_control, nodes, queries, scaling
+from webapp.services import comparison, exports, lifecycle, node_control, nodes, queries, scaling
+from webapp.services import search_list as search_list_service
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -55,12 +55,33 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/home.html", context)
 
 
+#: The search list's columns: (sort key, heading); the key is ``None`` for a column that does not sort.
+LIST_COLUMNS = (("name", "Name"), ("owner", "Owner"), ("space", "Space"), ("strategy", "Strategy"),
+                ("status", "State"), ("progress", "Progress"), ("best", "Best fitness"), ("started", "Started"),
+                ("duration", "Duration"))
+
+
 @login_required
 def search_list(request: HttpRequest) -> HttpResponse:
-    visible = queries.visible_searches(request.user).select_related("owner").order_by("-created", "-pk")
-    page = Paginator(visible, 50).get_page(request.GET.get("page"))
-    return render(request, "dashboard/search_list.html",
-                  {"page": page, "rows": [list_row(s) for s in page.object_list], "kinds": kinds().values()})
+    """Every search the user may see; Grid.js (``static/js/search_list.js``) pages and sorts it through
+    :func:`search_rows`, and without JavaScript the headings' links do the same."""
+    try:
+        page = search_list_service.search_page(request.user, request.GET)
+    except queries.QueryError as error:
+        return bad_request(str(error))
+    return render(request, "dashboard/search_list.html", {
+        "page": page, "rows": [list_row(s) for s in page.searches], "kinds": kinds().values(),
+        "columns": LIST_COLUMNS, "compare_limits": (comparison.MIN_SEARCHES, comparison.MAX_SEARCHES)})
+
+
+@login_required
+def search_rows(request: HttpRequest) -> HttpResponse:
+    """A page of the search list as JSON (``?sort=-best&page=2&per_page=50``), rows as the list shows them."""
+    try:
+        page = search_list_service.search_page(request.user, request.GET)
+    except queries.QueryError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    return JsonResponse(search_list_service.page_dict(page, list_row))
 
 
 @login_required

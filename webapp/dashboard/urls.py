@@ -1,14 +1,18 @@
 from django.urls import path
 
-from webapp.dashboard import (api, architecture_form, assets, dataset_views, downloads, node_views,
+from webapp.dashboard import (api, architecture_form, assets, compare_views, dataset_views, downloads, node_views,
                               notification_views, pages, rerun_views, weights_form, weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
     path("assets/plotly.min.js", assets.plotly_js, name="plotly-js"),
     path("searches/", pages.search_list, name="search-list"),
+    path("searches/rows/", pages.search_rows, name="search-rows"),
     path("searches/new/", architecture_form.create, name="search-create"),
     path("searches/new/weights/", weights_form.create, name="weights-create"),
+    path("compare/", compare_views.compare_page, name="compare"),
+    path("compare/searches.csv", compare_views.compare_csv, name="compare-csv"),
+    path("api/compare/", compare_views.compare_data, name="api-compare"),
     path("searches/<int:search_id>/", pages.search_detail, name="search-detail"),
     path("searches/<int:search_id>/edit/", pages.search_edit, name="search-edit"),
     path("searches/<int:search_id>/table/", pages.individuals_table, name="search-table"),
