@@ -259,7 +259,23 @@
       NasLive.showStatus(event.data.status);
       showReason(event.data.status, event.data.reason);
     }
+    if (event.type === "search.final" || event.type === "search.status" || (event.data && event.data.role === "final")) {
+      refreshFinalSoon();
+    }
     refreshTableSoon();
+  }
+
+  // --- the final training's panel (searches with `final`): reloaded from the server as its runs advance -----
+
+  const finalPanel = {timer: null};
+  function refreshFinalSoon() {
+    const holder = document.getElementById("final-panel");
+    if (!holder || !root.dataset.final || finalPanel.timer) return;
+    finalPanel.timer = setTimeout(async () => {
+      finalPanel.timer = null;
+      const response = await fetch(root.dataset.final);
+      if (response.ok) holder.innerHTML = await response.text();
+    }, 1000);
   }
 
   // --- the table of individuals ----------------------------------------------------------------------------
