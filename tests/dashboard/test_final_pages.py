@@ -80,3 +80,14 @@ def _with_final_runs(users) -> Search:
     search.refresh_from_db()
     assert search.evaluations_done == 10  # final runs are not the search's evaluations
     return search
+
+
+def test_the_charts_show_final_runs_on_their_own_trace_and_not_as_the_searchs_best(users):
+    from webapp.dashboard import charts
+    from webapp.services import queries
+
+    search = _with_final_runs(users)
+    points = queries.final_points(search)
+    traces = {trace["name"]: trace for trace in charts.fitness_scatter(points)["data"]}
+    assert sorted(traces[charts.FINAL_RUNS]["y"]) == [0.95, 0.97]
+    assert max(charts.best_so_far(points)["data"][0]["y"]) == search.best_fitness == 0.59

@@ -82,3 +82,72 @@ def test_final_is_checked_with_clear_messages():
                            ("yes", "final: must be an object")]:
         with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
             check_config({**CONFIG, "final": final})
+
+
+@pytest.mark.django_db
+def test_search_create_takes_final_and_names_its_bad_field(tmp_path):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from webapp.services.progress_line import final_text
+
+    owner()
+    with pytest.raises(CommandError, match=r"final\.epochs: must be in \[1, 1000\]"):
+        call_command("search", "create", "--name", "bad", "--owner", "tester", "--set", 'final={"top": 1, "epochs": 0}')
+    call_command("search", "create", "--name", "final", "--owner", "tester", "--set", "final.top=2",
+                 "--set", "final.epochs=5")
+    search = Search.objects.get()
+    assert search.config["final"] == {"top": 2, "epochs": 5}
+    assert final_text(final_runs.summary(search)) == "final 2 x 5 epochs after the search"
+
+
+DIGITS = {"space": {"name": "chain", "max_layers": 2},
+          "strategy": {"name": "regularized", "seed": 5, "params": {"population": 3, "sample_size": 2,
+                                                                    "max_evaluations": 3}},
+          "dataset": "digits",
+          "training": {"epochs": 1, "batch_size": 64, "learning_rate": 0.003},
+          "evaluation": {"mode": "train", "keep_weights": 1},
+          "final": {"top": 2, "epochs": 3}}
+
+
+def test_a_stop_during_the_final_training_keeps_what_finished_and_a_resume_trains_the_rest(stack, tmp_path):
+    """Real workers training on digits: top 2, stopped while the first final run trains (one slot: the second
+    waits in the queue), resumed; both final runs recorded once, and the Best zip's first folder is the best of
+    them, with weights that score, as its README says, what the page and the API report."""
+    from tests.engine.conftest import finished, launched, running_evaluation, wait_until
+    from tests.scoring import score_as_the_readme_says
+
+    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.control()
+    search = launched("final stop and resume", DIGITS)
+
+    def final_running():
+        running = final_runs.runs(search).filter(status=Individual.Status.RUNNING).first()
+        return running if running is not None and running_evaluation(search.pk, timeout=5) else None
+
+    first = wait_until(final_running, 400, interval=0.1, message="a final run training")
+    lifecycle.stop(Search.objects.get(pk=search.pk))
+    stopped = wait_until(lambda: Search.objects.filter(pk=search.pk, status=Search.Status.STOPPED).first(), 400,
+                         message="search stopped")
+    runs = {r.number: r for r in final_runs.runs(search)}
+    assert len(runs) == 2 and runs[first.number].status == Individual.Status.DONE  # finished after the stop: kept
+    assert [r.status for r in runs.values()].count(Individual.Status.DONE) == 1, [r.status for r in runs.values()]
+    assert stopped.evaluations_done == 3
+
+    lifecycle.resume(stopped)
+    search = finished(search.pk, timeout=400)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    runs = list(final_runs.runs(search))
+    assert [r.status for r in runs] == [Individual.Status.DONE] * 2 and len(Individual.objects.filter(search=search)) == 5
+    finishes = [e.data["number"] for e in Event.objects.filter(search=search, type="individual.finished")]
+    assert sorted(finishes) == [0, 1, 2, runs[0].number, runs[1].number]  # each recorded once
+    assert all(r.epochs_trained == 3 for r in runs)
+
+    best = final_runs.best_run(search)
+    assert queries.search_detail(search)["final"]["best"]["fitness"] == best.fitness
+    out = io.BytesIO()
+    names = exports.best_zip(search, 2, out)
+    prefix = f"rank01_n{best.number}"
+    assert {f"{prefix}/weights.pt", f"{prefix}/model.onnx", f"{prefix}/model.py"} <= set(names)
+    archive = zipfile.ZipFile(out)
+    assert score_as_the_readme_says(archive, prefix, tmp_path) == pytest.approx(best.fitness, abs=1e-6)
