@@ -129,10 +129,12 @@ def test_a_stop_during_the_final_training_keeps_what_finished_and_a_resume_train
     lifecycle.stop(Search.objects.get(pk=search.pk))
     stopped = wait_until(lambda: Search.objects.filter(pk=search.pk, status=Search.Status.STOPPED).first(), 400,
                          message="search stopped")
-    runs = {r.number: r for r in final_runs.runs(search)}
-    assert len(runs) == 2 and runs[first.number].status == Individual.Status.DONE  # finished after the stop: kept
-    assert [r.status for r in runs.values()].count(Individual.Status.DONE) == 1, [r.status for r in runs.values()]
-    assert stopped.evaluations_done == 3
+    runs = list(final_runs.runs(search))
+    # The run under way finishes and is recorded after the stop (unless its heartbeat lapsed on a loaded machine:
+    # then it is queued again, as any evaluation); the other waited in the queue and was not sent.
+    kept_at_stop = {r.pk: (r.finished, r.fitness) for r in runs if r.status == Individual.Status.DONE}
+    assert len(runs) == 2 and len(kept_at_stop) < 2, [r.status for r in runs]
+    assert set(kept_at_stop) <= {first.pk} and stopped.evaluations_done == 3
 
     lifecycle.resume(stopped)
     search = finished(search.pk, timeout=400)
@@ -142,6 +144,7 @@ def test_a_stop_during_the_final_training_keeps_what_finished_and_a_resume_train
     finishes = [e.data["number"] for e in Event.objects.filter(search=search, type="individual.finished")]
     assert sorted(finishes) == [0, 1, 2, runs[0].number, runs[1].number]  # each recorded once
     assert all(r.epochs_trained == 3 for r in runs)
+    assert all(kept_at_stop[r.pk] == (r.finished, r.fitness) for r in runs if r.pk in kept_at_stop)  # not retrained
 
     best = final_runs.best_run(search)
     assert queries.search_detail(search)["final"]["best"]["fitness"] == best.fitness
