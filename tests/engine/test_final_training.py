@@ -154,3 +154,20 @@ def test_a_stop_during_the_final_training_keeps_what_finished_and_a_resume_train
     assert {f"{prefix}/weights.pt", f"{prefix}/model.onnx", f"{prefix}/model.py"} <= set(names)
     archive = zipfile.ZipFile(out)
     assert score_as_the_readme_says(archive, prefix, tmp_path) == pytest.approx(best.fitness, abs=1e-6)
+
+
+def test_final_runs_train_on_gangs_like_any_evaluation(stack):
+    """On a gang worker a final run holds the devices the search's evaluations ask for (``evaluation.devices``)."""
+    from tests.engine.conftest import finished, launched
+    from tests.engine.test_gang_search import gang_config, gang_worker
+
+    gang_worker(stack, "auto", "cpu,cpu")
+    stack.control()
+    config = {**gang_config(2), "strategy": {"name": "regularized", "seed": 1,
+                                             "params": {"population": 3, "sample_size": 2, "max_evaluations": 4}},
+              "final": {"top": 2, "epochs": 3}}
+    search = finished(launched("final on gangs", config).pk, timeout=180)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    runs = list(final_runs.runs(search))
+    assert len(runs) == 2 and all(r.status == Individual.Status.DONE for r in runs)
+    assert all(int(r.metrics["gang"]) == 2 and r.device == "cpux2" for r in runs), [r.metrics for r in runs]
