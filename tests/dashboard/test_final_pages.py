@@ -91,3 +91,12 @@ def test_the_charts_show_final_runs_on_their_own_trace_and_not_as_the_searchs_be
     traces = {trace["name"]: trace for trace in charts.fitness_scatter(points)["data"]}
     assert sorted(traces[charts.FINAL_RUNS]["y"]) == [0.95, 0.97]
     assert max(charts.best_so_far(points)["data"][0]["y"]) == search.best_fitness == 0.59
+
+
+def test_a_final_runs_page_counts_its_epochs_against_the_final_budget(owner_client, users):
+    search = _with_final_runs(users)
+    run = final_runs.runs(search).last()
+    run.epochs_trained = 6.0
+    run.save(update_fields=["epochs_trained"])
+    html = owner_client.get(reverse("individual-detail", args=[search.pk, run.number])).content.decode()
+    assert "6.00 of 6 (a final run)" in html

@@ -17,6 +17,14 @@ def plan_of(config: dict[str, Any]) -> dict[str, int] | None:
     return final if isinstance(final, dict) else None
 
 
+def epochs_of(config: dict[str, Any], individual: Individual) -> int:
+    """The epochs an individual trains: a final run's ``final.epochs``, else the search's ``training.epochs``."""
+    plan = plan_of(config)
+    if individual.role == Individual.Role.FINAL and plan is not None:
+        return plan["epochs"]
+    return config["training"]["epochs"]
+
+
 def runs(search: Search | int):
     """The final runs, in the order they were created."""
     return Individual.objects.filter(search=search, role=Individual.Role.FINAL).order_by("number")
