@@ -134,12 +134,14 @@
     const failed = p.fitness === null;
     const label = nodeLabel(p);
     addNodeOption(label);
-    queue("fitness", failed ? "failed" : label, {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)],
-          customdata: [p.number]},
-          {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
+    const final = p.role === "final";  // a final run (`final`): its own trace, never the search's "best so far"
+    queue("fitness", failed ? "failed" : (final ? "final runs" : label),
+          {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)], customdata: [p.number]},
+          {type: "scattergl", mode: "markers",
+           marker: failed ? {symbol: "x", color: "#c23b32"} : (final ? {symbol: "diamond", size: 10} : {size: 7}),
            hovertemplate: "%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>"});
     curves.end(p);
-    if (!failed && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
+    if (!failed && !final && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
       state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
       queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines+markers",
             line: {shape: "hv", width: 3}, marker: {size: 6}});
@@ -259,7 +261,23 @@
       NasLive.showStatus(event.data.status);
       showReason(event.data.status, event.data.reason);
     }
+    if (event.type === "search.final" || event.type === "search.status" || (event.data && event.data.role === "final")) {
+      refreshFinalSoon();
+    }
     NasTable.refreshSoon();
+  }
+
+  // --- the final training's panel (searches with `final`): reloaded from the server as its runs advance -----
+
+  const finalPanel = {timer: null};
+  function refreshFinalSoon() {
+    const holder = document.getElementById("final-panel");
+    if (!holder || !root.dataset.final || finalPanel.timer) return;
+    finalPanel.timer = setTimeout(async () => {
+      finalPanel.timer = null;
+      const response = await fetch(root.dataset.final);
+      if (response.ok) holder.innerHTML = await response.text();
+    }, 1000);
   }
 
   // The best-k zip can take seconds (each architecture's first ONNX export): fetch it with the button saying so,

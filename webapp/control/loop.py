@@ -4,7 +4,8 @@ individuals (through ``recording``, fenced by its lease).
 One iteration: renew the lease -> collect the workers' messages (record, tell, save the strategy state, all in
 one transaction; then publish the events) -> re-send what went stale -> ask the strategy for as many candidates
 as there is room for, create them (committed) and send them as seed 000's packets -> stop when the strategy is
-done, the user stopped it, or the lease was lost.
+done, the user stopped it, or the lease was lost. A search with ``final`` then retrains its top genomes
+(``webapp.control.final``) before it ends; their results are recorded, never told to the strategy.
 
 The loop only orchestrates: it is given how to send a packet (``send``), so it runs without Celery in tests.
 """
@@ -23,10 +24,10 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import attempts, faults, kept, pruning, recording, strategy_store
+from webapp.control import attempts, faults, final, kept, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
 from webapp.messaging import allocation_state, messages, node_state, signing, transport
-from webapp.searches import accounting, broadcast
+from webapp.searches import accounting, broadcast, final_runs
 from webapp.searches.models import Individual, Search
 from webapp.searches.data_config import dataset_argument
 
@@ -42,6 +43,7 @@ class Batch:
 
     events: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
     recorded: list[Individual] = dataclasses.field(default_factory=list)
+    finals: list[Individual] = dataclasses.field(default_factory=list)  # final runs recorded
     resend: list[Individual] = dataclasses.field(default_factory=list)
 
 
@@ -58,6 +60,7 @@ class SearchLoop(LoopShell):
             strategy = config["strategy"]
             self.strategy = get_strategy(strategy["name"], self.space, strategy["seed"], **strategy["params"])
         self.pruning = pruning.Pruning(self.search)
+        self.final = final.FinalTraining(self.search)
         self.pool = config["pool"]
         self.population = int(config["strategy"]["params"].get("population", 20))
         self._checked_stale = 0.0
@@ -74,6 +77,8 @@ class SearchLoop(LoopShell):
     # --- the loop ----------------------------------------------------------------------------------------------
 
     def begin(self) -> None:
+        if self.final.wanted and self.final.started():
+            self.final.open()  # resumed during the final training: its runs' files are kept again
         self._send_unsent()
 
     def step(self) -> End | None:
@@ -86,8 +91,26 @@ class SearchLoop(LoopShell):
         self.dispatch()
         self._account()
         if self.strategy.done and not self._in_flight().exists():
+            if self.final.wanted and not self.final.started() and self._start_final():
+                return None  # the final training runs now
             return recording.outcome(self.search)  # finished, or failed when not one evaluation succeeded
         return None
+
+    def _start_final(self) -> bool:
+        """The search's own budget is spent: its top genomes are retrained (``final``); False when none succeeded."""
+        genomes = final_runs.top_genomes(self.search_id, self.final.plan["top"])
+        if not genomes:
+            return False
+        with recording.fenced(self.search_id, self.owner) as search:
+            runs = self.final.start(search, self.space, genomes)
+            broadcast.notify_many(self.search_id, [("individual.created", broadcast.individual_event(i)) for i in runs]
+                                  + [("search.final", self.final.summary(search))])
+        self.search = search
+        log.info("search %s: final training of %d genome(s) for %d epochs", self.search_id, len(runs),
+                 self.final.plan["epochs"])
+        self.final.open()
+        self._send(runs)
+        return True
 
     def _account(self) -> None:
         """Sample the slots this search could use now (idle ones, or working for it); hand them to the
@@ -157,11 +180,14 @@ class SearchLoop(LoopShell):
                 batch.events.append(("search.progress", recording.save_progress(search, self.strategy, batch.recorded)))
             else:
                 recording.save_stats(search)
+            if batch.finals:
+                batch.events.append(("search.final", self.final.summary(search)))
             self.pruning.save(search)
             broadcast.notify_many(self.search_id, batch.events)
         self.search = search
         transport.ack_messages(self.search_id, raw)
         kept.drop_waiting(search, [m.origin.individual for m in parsed if isinstance(m, messages.Result)])
+        kept.drop_waiting(search, [i.pk for i in batch.finals], always=True)
         if batch.resend and not transport.is_stopped(self.search_id):
             self._send(batch.resend, resent=True)
         return len(raw)
@@ -176,13 +202,19 @@ class SearchLoop(LoopShell):
 
     def _progress(self, search: Search, individual: Individual, message: messages.Progress, batch: Batch) -> None:
         if recording.record_progress(individual, message):
-            decision = self.pruning.progress(individual, message)
+            # a final run is never stopped early: it trains its whole budget
+            decision = self.pruning.progress(individual, message) if individual.role == Individual.Role.SEARCH else None
             batch.events.append(("individual.progress", {"id": individual.pk, "number": individual.number,
                                                           "point": individual.curve[-1],
                                                           **({"prune": individual.prune} if decision else {})}))
 
     def _result(self, search: Search, individual: Individual, message: messages.Result, batch: Batch) -> None:
         nbytes = len(json.dumps(messages.to_dict(message)))
+        if individual.role == Individual.Role.FINAL:  # not part of the search: the strategy is not told
+            if self.final.record(search, individual, message, nbytes):
+                batch.finals.append(individual)
+                batch.events.append(("individual.finished", broadcast.finished_event(individual)))
+            return
         result = recording.record_result(search, individual, message, nbytes=nbytes)
         if result is not None:
             result = self.pruning.result(search, individual, message.result, result)
@@ -271,6 +303,11 @@ class SearchLoop(LoopShell):
         with recording.fenced(self.search_id, self.owner) as search:
             recorded = []
             for individual in individuals:
+                if individual.role == Individual.Role.FINAL:
+                    if self.final.fail(search, individual, reason, text):
+                        events.append(("individual.finished", broadcast.individual_event(individual)))
+                        events.append(("search.final", self.final.summary(search)))
+                    continue
                 result = recording.fail_individual(search, individual, reason, text)
                 if result is not None:
                     result = self.pruning.result(search, individual, None, result)
@@ -355,8 +392,7 @@ class SearchLoop(LoopShell):
         for chunk in split_packets(individuals, slots, ind_len):
             data, signature = signing.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
-                 "space": config["space"], "dataset": dataset_argument(config), "training": config["training"],
-                 "evaluation": config["evaluation"]}
+                 "space": config["space"], "dataset": dataset_argument(config), **self.final.packet(config, i)}
                 for i in chunk
             ])
             packets.append((chunk, data, signature, uuid.uuid4().hex))

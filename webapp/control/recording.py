@@ -49,12 +49,14 @@ def fenced(search_id: int, owner: str) -> Iterator[Search]:
 # --- individuals -----------------------------------------------------------------------------------------------
 
 
-def create_individuals(search: Search, space: SearchSpace, candidates: list[Candidate]) -> list[Individual]:
-    """One queued row per candidate."""
+def create_individuals(search: Search, space: SearchSpace, candidates: list[Candidate],
+                       role: str = Individual.Role.SEARCH) -> list[Individual]:
+    """One queued row per candidate (``role``: the strategy's, or final runs)."""
     rows = [
         Individual(
             search=search, number=c.id, genome=c.genome, key=c.key, description=space.describe(c.genome)[:500],
             generation=c.generation, parents=list(c.parents), operator=c.operator, task_id=uuid.uuid4().hex,
+            role=role,
         )
         for c in candidates
     ]
@@ -182,7 +184,7 @@ but the row of its own attempt, when that attempt was given up as lost: ``attemp
         duration=individual.duration, finished=message.finished, nbytes=nbytes,
         devices=float(payload.metrics.get("gang") or 1),  # a gang held that many devices
     )
-    _count_final(search, result)
+    _count_final(search, individual, result)
     return result
 
 
@@ -197,11 +199,15 @@ def fail_individual(search: Search, individual: Individual, reason: str, text: s
     accounting.count_result(search.stats, node=individual.node or "-", device=individual.device or "-",
                             slot=individual.slot, ok=False, duration=0.0, finished=now.timestamp(), nbytes=0)
     result = Result.failed(reason)
-    _count_final(search, result)
+    _count_final(search, individual, result)
     return result
 
 
-def _count_final(search: Search, result: Result) -> None:
+def _count_final(search: Search, individual: Individual, result: Result) -> None:
+    """The search's counts and best: of the strategy's individuals only (a final run is not part of the search's
+    plan; its result is shown as the final training's, ``webapp.searches.final_runs``)."""
+    if individual.role != Individual.Role.SEARCH:
+        return
     search.evaluations_done += 1
     if result.ok and not result.pruned and (search.best_fitness is None or result.fitness > search.best_fitness):
         search.best_fitness = result.fitness

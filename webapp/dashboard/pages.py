@@ -16,6 +16,7 @@ from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import CURVE_WAITS, individual_curve
 from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
+from webapp.searches import final_runs
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.data_config import dataset_argument
 from webapp.searches.models import Individual, Search
@@ -117,7 +118,15 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
         "rerun_failed": rerun_failed_button(request.user, search),
         "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
         if search.status == Search.Status.RUNNING else "",
+        "final": final_runs.summary(search),
     })
+
+
+@login_required
+def final_panel(request: HttpRequest, search_id: int) -> HttpResponse:
+    """The final training's panel as an HTML fragment (the detail page reloads it as its runs advance)."""
+    search = owned_search(request, search_id)
+    return render(request, "dashboard/_final_training.html", {"search": search, "final": final_runs.summary(search)})
 
 
 @login_required
@@ -166,7 +175,8 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "fitness": display.metric("fitness", individual.fitness),
         "duration": display.seconds(individual.duration),
         "blocks": architecture.blocks(search.config["space"], individual.genome, dataset_argument(search.config)),
-        "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
+        "epochs": final_runs.epochs_of(search.config, individual),
+        "curve_figure": individual_curve(individual, float(final_runs.epochs_of(search.config, individual))),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),
         "traffic": display.traffic(individual.metrics or {}),

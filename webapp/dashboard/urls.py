@@ -17,6 +17,7 @@ urlpatterns = [
     path("searches/<int:search_id>/edit/", pages.search_edit, name="search-edit"),
     path("searches/<int:search_id>/table/", pages.individuals_table, name="search-table"),
     path("searches/<int:search_id>/rerun/", rerun_views.rerun, name="search-rerun"),
+    path("searches/<int:search_id>/final/", pages.final_panel, name="search-final"),
     path("searches/<int:search_id>/<str:action>/", pages.search_action, name="search-action"),
     path("searches/<int:search_id>/individuals/<int:number>/", pages.individual_detail, name="individual-detail"),
     path("searches/<int:search_id>/download/individuals.csv", downloads.individuals_csv, name="download-csv"),

@@ -17,8 +17,8 @@ class SearchAdmin(admin.ModelAdmin):
 
 @admin.register(Individual)
 class IndividualAdmin(admin.ModelAdmin):
-    list_display = ("id", "search", "number", "status", "fitness", "operator", "node", "device", "duration")
-    list_filter = ("status", "operator", "node")
+    list_display = ("id", "search", "number", "status", "role", "fitness", "operator", "node", "device", "duration")
+    list_filter = ("status", "role", "operator", "node")
     search_fields = ("key", "description")
     raw_id_fields = ("search",)
 

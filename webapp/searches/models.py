@@ -61,6 +61,10 @@ class Individual(models.Model):
 
     FINAL = (Status.DONE, Status.PRUNED, Status.FAILED)
 
+    class Role(models.TextChoices):
+        SEARCH = "search", "search"  # a candidate the strategy asked for
+        FINAL = "final", "final"  # a top genome retrained from scratch once the search ended (``final``)
+
     search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="individuals")
     number = models.PositiveIntegerField(help_text="The strategy's candidate id: 0, 1, 2, ... in the order asked.")
     genome = models.JSONField()
@@ -69,6 +73,9 @@ class Individual(models.Model):
     generation = models.PositiveIntegerField(default=0)
     parents = models.JSONField(default=list, blank=True, help_text="Keys of the parents (none for a sample).")
     operator = models.CharField(max_length=32, default="sample", help_text="sample, mutation, crossover, ...")
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.SEARCH, db_index=True,
+                            help_text="search: asked by the strategy; final: a final run (webapp.control.final), "
+                            "never told to the strategy.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="How many times a worker started it.")
     reruns = models.PositiveSmallIntegerField(default=0, help_text="How many times its owner re-ran it after it "

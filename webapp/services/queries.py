@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
-from webapp.searches import accounting
+from webapp.searches import accounting, final_runs
 from webapp.searches.models import Individual, Search
 from webapp.searches.broadcast import individual_event
 
@@ -58,14 +58,17 @@ def search_row(search: Search) -> dict[str, Any]:
 
 
 def search_detail(search: Search) -> dict[str, Any]:
+    """The API's search: its row, configuration, accounting, best, and its final training where it has one
+    (``final_runs.summary``: each final run's state and accuracy, and the best run, the search's result)."""
+    final = final_runs.summary(search)
     return {**search_row(search), "config": search.config, "summary": accounting.summary(search.stats),
-            "best": search.best}
+            "best": search.best, **({"final": final} if final is not None else {})}
 
 
 #: The columns ``individual_event`` reads. It reads them as attributes, so plain rows of these give the same
 #: dicts without building a model instance per row, and of the metrics (timings, curves' summaries ...) only
 #: the one it shows is read out of the JSON: together half of a big snapshot's build.
-EVENT_COLUMNS = ("id", "number", "status", "fitness", "key", "description", "generation", "operator", "node",
+EVENT_COLUMNS = ("id", "number", "status", "fitness", "key", "description", "generation", "operator", "role", "node",
                  "device", "slot", "failure", "attempts", "dispatched", "started", "finished", "duration")
 
 

@@ -30,12 +30,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from webapp.searches import accounting
+from webapp.searches import accounting, final_runs
 from webapp.services import lifecycle, reruns
 from webapp.searches.config import ConfigError
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.searches.models import Search
-from webapp.services.progress_line import progress_line
+from webapp.services.progress_line import final_text, progress_line
 from webapp.stack.users import acting_user
 
 ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
@@ -252,6 +252,8 @@ class Command(BaseCommand):
                                      search.best_fitness, accounting.summary(search.stats))
                 pruned = describe_pruning(search.stats)  # early stopping: what it saved
                 line = f"{line} · {pruned}" if pruned else line
+                final = final_text(final_runs.summary(search))  # the final training, when it has one
+                line = f"{line} · {final}" if final else line
                 if line != last:
                     self.stdout.write(("\r" + line.ljust(len(last))) if live else line, ending="" if live else "\n")
                     self.stdout.flush()
