@@ -57,6 +57,13 @@ LEVEL_POINTS = 1
 #: prefix: on the benchmark's tuning seeds the true best was stopped in 8-50% of the runs per mix, with it in
 #: 0-25%, for 1.25-1.37x fewer epochs instead of 1.25-1.59x.
 RADIUS = 1.0
+#: When fewer look-alikes than bound the interval lie within :data:`RADIUS` but at least this many do, the upper
+#: bound is the larger of (a) the conformal bound from the nearest references at any distance (as many as bound it)
+#: and (b) the highest score among the close look-alikes: the far references give the interval its rank, the close
+#: ones can only raise it (a flat prefix whose few flat look-alikes rose keeps its high bound). Fewer than this
+#: many close look-alikes: unbounded. On the benchmark's tuning seeds 0-5: 1.20-1.50x fewer epochs per mix
+#: against 1.18-1.34x without it, the true best stopped as often, the lowest coverage per shape 71% against 77%.
+EXPAND_MIN = 5
 #: The smallest headroom a score is divided by: below it, plain residuals (times 4). A curve near the cap whose
 #: noise or fall moves it by 0.05 would otherwise score -0.05 / 0.01 = -5 headrooms, and lend that to a curve with
 #: headroom 0.5 (on the benchmark, 1e-3 gave lower bounds below -4 and stopped fewer: 1.1-1.4x against 1.2-1.6x).
@@ -158,7 +165,7 @@ def interval(mine: Cut, scores: np.ndarray, alpha: float, cap: float | None = No
     low_rank, high_rank = math.floor(alpha * (n + 1) + 1e-9), math.ceil((1.0 - alpha) * (n + 1) - 1e-9)
     low = mine.level + mine.scale * float(ranked[low_rank - 1]) if low_rank >= 1 else -math.inf
     high = mine.level + mine.scale * float(ranked[high_rank - 1]) if high_rank <= n else math.inf
-    predicted = mine.level + mine.scale * float(np.median(ranked))
+    predicted = mine.level + mine.scale * 0.5 * float(ranked[(n - 1) // 2] + ranked[n // 2])  # np.median: 20x slower
     if cap is not None:  # an unbounded side stays unbounded: it says that too few curves completed
         low, high, predicted = min(low, cap), (min(high, cap) if math.isfinite(high) else high), min(predicted, cap)
     return Interval(predicted, low, high, level, n)
@@ -167,3 +174,20 @@ def interval(mine: Cut, scores: np.ndarray, alpha: float, cap: float | None = No
 def references_needed(alpha: float) -> int:
     """The fewest look-alikes that bound the interval at ``alpha`` on each side: ``ceil((1 - alpha) / alpha)``."""
     return math.ceil((1.0 - alpha) / alpha - 1e-9) if alpha > 0 else math.inf  # type: ignore[return-value]
+
+
+def localised(mine: Cut, prefixes: np.ndarray, scores: np.ndarray, count: int, alpha: float,
+              cap: float | None = None) -> Interval:
+    """The interval of a curve cut as ``mine`` from the references cut alike (``prefixes``, ``scores``): conformal
+    over its ``count`` nearest look-alikes within :data:`RADIUS`; when too few of those bound it, the widened rule
+    of :data:`EXPAND_MIN`."""
+    close = look_alikes(mine.prefix, prefixes, count, RADIUS)
+    made = interval(mine, scores[close], alpha, cap)
+    if math.isfinite(made.high) or len(close) < EXPAND_MIN:
+        return made
+    wider = interval(mine, scores[look_alikes(mine.prefix, prefixes, count)], alpha, cap)
+    if not math.isfinite(wider.high):
+        return made
+    guard = mine.level + mine.scale * float(np.max(scores[close]))
+    high = max(wider.high, guard if cap is None else min(guard, cap))
+    return dataclasses.replace(wider, high=high)
