@@ -1,5 +1,5 @@
 """The conformal interval of ``nas.pruners.conformal`` on its own: coverage on exchangeable scores, the fallback
-when the evidence is short, the widened rule for a prefix with few close look-alikes."""
+when the evidence is short, the look-alikes."""
 from __future__ import annotations
 
 import math
@@ -56,21 +56,12 @@ def _population(close: list[float], far: int, far_score: float) -> tuple[np.ndar
     return prefixes, np.array([*close, *[far_score] * far])
 
 
-def test_few_close_look_alikes_widen_but_keep_their_highest_score():
-    """5 to 18 close look-alikes: bounded by the nearest references at any distance, but never below the close
-    ones' highest score (the far ones cannot speak for a flat prefix whose look-alikes rose)."""
-    close = [0.6] + [0.1] * (conformal.EXPAND_MIN - 1)
-    prefixes, scores = _population(close, 40, far_score=0.0)
-    mine = _cut(level=0.2, scale=0.8)
-    wider = conformal.interval(mine, scores[conformal.look_alikes(mine.prefix, prefixes, 40)], 0.05)
-    assert wider.high == pytest.approx(0.2 + 0.8 * 0.1)  # the 39th of 40: the far ones outvote the riser
-    made = conformal.localised(mine, prefixes, scores, 40, 0.05, cap=1.0)
-    assert made.high == pytest.approx(0.2 + 0.8 * 0.6) and made.references == 40
-    fewer = prefixes[1:], scores[1:]  # one close look-alike short of EXPAND_MIN: nothing known, unbounded
-    assert conformal.localised(mine, *fewer, 40, 0.05, cap=1.0).high == math.inf
-
-
-def test_enough_close_look_alikes_decide_alone():
+def test_only_close_look_alikes_calibrate():
+    """The nearest within the radius decide alone; with fewer of them than bound it, the bound is infinite
+    however many far references there are (a far curve cannot speak for this one's future)."""
     prefixes, scores = _population([0.1] * 25, 40, far_score=0.9)
     made = conformal.localised(_cut(), prefixes, scores, 20, 0.05)
-    assert made.high == pytest.approx(0.6) and made.low == pytest.approx(0.6)
+    assert made.high == pytest.approx(0.6) and made.low == pytest.approx(0.6) and made.references == 20
+    prefixes, scores = _population([0.1] * 18, 60, far_score=-0.9)
+    made = conformal.localised(_cut(), prefixes, scores, 20, 0.05)
+    assert made.high == math.inf and made.references == 18
