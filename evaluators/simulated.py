@@ -9,7 +9,8 @@ callable that can stop it (``evaluators.reporting``): the evaluation then ends a
 
 Faults can be injected per genome key, for the engine's fault tests: ``{"faults": {"kill": [key, ...]}}``
 makes the evaluating process kill itself (only where the worker allows it, ``NAS_ALLOW_FAULTS=1``);
-``oom``, ``diverge`` and ``fail`` return the failed result a real evaluation would.
+``oom``, ``diverge`` and ``fail`` return the failed result a real evaluation would, except on a worker started
+with ``NAS_SIM_HEALED=1`` (a host whose fault was fixed: a re-run of those genomes succeeds there).
 Imports no torch.
 """
 from __future__ import annotations
@@ -108,6 +109,8 @@ def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float 
     if slowdown is None:
         slowdown = float(os.environ.get("NAS_SIM_SLOWDOWN", "1") or 1)
     faults = config.get("faults", {})
+    if os.environ.get("NAS_SIM_HEALED") == "1":
+        faults = {name: keys for name, keys in faults.items() if name not in FAILURES}
     started = time.perf_counter()
     if key in faults.get("kill", ()) and os.environ.get("NAS_ALLOW_FAULTS") == "1":
         os.kill(os.getpid(), signal.SIGKILL)

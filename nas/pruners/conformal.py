@@ -34,9 +34,14 @@ split conformal prediction's finite-sample, distribution-free, **marginal** guar
 al. 2018). It is not conditional: it holds on average over the candidates, not for each one; choosing the
 look-alikes by distance makes exchangeability an approximation (the guarantee is exact for a fixed reference
 set), and the references are the completed curves, so candidates stopped early are missing from them (an
-audit's candidates are not). With fewer than ``(1 - alpha) / alpha`` look-alikes (19 at alpha = 0.05), ``high``
-is ``+inf``: nothing is stopped before that many comparable curves completed, and a curve that looks like too few
-completed ones is not stopped either (nothing is known of its future).
+audit's candidates are not). With fewer than ``(1 - alpha) / alpha`` references (19 at alpha = 0.05), ``high``
+is ``+inf``: nothing is stopped before that many curves completed, and a curve with fewer than that many
+look-alikes within the radius is not stopped either (nothing is known of its future).
+
+The selected eventual best. A marginal bound says nothing of the candidate that turns out best: it is, by
+definition, above its look-alikes, and where its prefix says little (a late riser still flat) its final is above
+their highest score, the 95% bound at 19 look-alikes, more often than 5% of the time. ``benchmarks/early_stop.py``
+counts how often that stopped the true best.
 """
 from __future__ import annotations
 
@@ -158,7 +163,7 @@ def interval(mine: Cut, scores: np.ndarray, alpha: float, cap: float | None = No
     low_rank, high_rank = math.floor(alpha * (n + 1) + 1e-9), math.ceil((1.0 - alpha) * (n + 1) - 1e-9)
     low = mine.level + mine.scale * float(ranked[low_rank - 1]) if low_rank >= 1 else -math.inf
     high = mine.level + mine.scale * float(ranked[high_rank - 1]) if high_rank <= n else math.inf
-    predicted = mine.level + mine.scale * float(np.median(ranked))
+    predicted = mine.level + mine.scale * 0.5 * float(ranked[(n - 1) // 2] + ranked[n // 2])  # np.median: 20x slower
     if cap is not None:  # an unbounded side stays unbounded: it says that too few curves completed
         low, high, predicted = min(low, cap), (min(high, cap) if math.isfinite(high) else high), min(predicted, cap)
     return Interval(predicted, low, high, level, n)
@@ -167,3 +172,17 @@ def interval(mine: Cut, scores: np.ndarray, alpha: float, cap: float | None = No
 def references_needed(alpha: float) -> int:
     """The fewest look-alikes that bound the interval at ``alpha`` on each side: ``ceil((1 - alpha) / alpha)``."""
     return math.ceil((1.0 - alpha) / alpha - 1e-9) if alpha > 0 else math.inf  # type: ignore[return-value]
+
+
+def localised(mine: Cut, prefixes: np.ndarray, scores: np.ndarray, count: int, alpha: float,
+              cap: float | None = None) -> Interval:
+    """The interval of a curve cut as ``mine`` from the references cut alike (``prefixes``, ``scores``): conformal
+    over its ``count`` nearest look-alikes within :data:`RADIUS` (unbounded when too few are that close).
+
+    Tried and left out: when 5 to 18 look-alikes are close, bounding it by the nearest references at any distance
+    (never below the close ones' highest score). On tuning seeds 0-19 it saved 1.25-1.29x against 1.20-1.21x
+    (even, schedules, unstable) but stopped the true best in 5/15/20% of the runs against 0/20/10%, and on seeds
+    100-119 in 25/10/10/0/5% of the runs against 15/5/5/0/0% (every mix): the far references cannot speak for the
+    few whose prefix says little of their future, and those are where the best hides."""
+    close = look_alikes(mine.prefix, prefixes, count, RADIUS)
+    return interval(mine, scores[close], alpha, cap)

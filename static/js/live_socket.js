@@ -81,6 +81,8 @@ window.NasLive = (function () {
         if (event.seq > live.seq + 1) { resume(); break; }  // a gap: ask for what is missing
         options.apply(event);
         live.seq = event.seq;
+        // For the parts every search page shares (search_notify.js): the browser's notification, the workers' notice.
+        document.dispatchEvent(new CustomEvent("nas:event", {detail: event}));
       }
       if (options.applied) options.applied();
     }

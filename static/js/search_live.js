@@ -134,12 +134,14 @@
     const failed = p.fitness === null;
     const label = nodeLabel(p);
     addNodeOption(label);
-    queue("fitness", failed ? "failed" : label, {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)],
-          customdata: [p.number]},
-          {type: "scattergl", mode: "markers", marker: failed ? {symbol: "x", color: "#c23b32"} : {size: 7},
+    const final = p.role === "final";  // a final run (`final`): its own trace, never the search's "best so far"
+    queue("fitness", failed ? "failed" : (final ? "final runs" : label),
+          {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)], customdata: [p.number]},
+          {type: "scattergl", mode: "markers",
+           marker: failed ? {symbol: "x", color: "#c23b32"} : (final ? {symbol: "diamond", size: 10} : {size: 7}),
            hovertemplate: "%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>"});
     curves.end(p);
-    if (!failed && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
+    if (!failed && !final && p.status !== "pruned") {  // a pruned individual's fitness is partial, never "best"
       state.best = state.best === null ? p.fitness : Math.max(state.best, p.fitness);
       queue("best", "best so far", {x: [t], y: [state.best]}, {type: "scattergl", mode: "lines+markers",
             line: {shape: "hv", width: 3}, marker: {size: 6}});
@@ -259,54 +261,23 @@
       NasLive.showStatus(event.data.status);
       showReason(event.data.status, event.data.reason);
     }
-    refreshTableSoon();
-  }
-
-  // --- the table of individuals ----------------------------------------------------------------------------
-
-  const table = {sort: "number", page: 1, timer: null, last: 0};
-
-  async function loadTable() {
-    const form = document.getElementById("table-filter");
-    const params = new URLSearchParams(new FormData(form));
-    params.set("sort", table.sort);
-    params.set("page", table.page);
-    const response = await fetch(root.dataset.table + "?" + params.toString());
-    const holder = document.getElementById("table-holder");
-    if (response.ok) {
-      holder.innerHTML = await response.text();
-    } else {  // the message may quote the query: text, never markup
-      const error = document.createElement("p");
-      error.className = "bad";
-      error.textContent = await response.text();
-      holder.replaceChildren(error);
+    if (event.type === "search.final" || event.type === "search.status" || (event.data && event.data.role === "final")) {
+      refreshFinalSoon();
     }
-    table.last = Date.now();
+    NasTable.refreshSoon();
   }
 
-  function refreshTableSoon() {
-    if (table.timer) return;
-    table.timer = setTimeout(() => { table.timer = null; loadTable(); }, Math.max(0, 2000 - (Date.now() - table.last)));
-  }
+  // --- the final training's panel (searches with `final`): reloaded from the server as its runs advance -----
 
-  function tableEvents() {
-    const holder = document.getElementById("table-holder");
-    holder.addEventListener("click", (e) => {
-      const link = e.target.closest("a.sort, a.page");
-      if (!link) return;
-      e.preventDefault();
-      if (link.classList.contains("sort")) {
-        const key = link.dataset.sort;
-        table.sort = table.sort === key ? "-" + key : key;
-        table.page = 1;
-      } else {
-        table.page = Number(link.dataset.page);
-      }
-      loadTable();
-    });
-    const form = document.getElementById("table-filter");
-    form.addEventListener("input", () => { table.page = 1; loadTable(); });
-    form.addEventListener("submit", (e) => { e.preventDefault(); loadTable(); });
+  const finalPanel = {timer: null};
+  function refreshFinalSoon() {
+    const holder = document.getElementById("final-panel");
+    if (!holder || !root.dataset.final || finalPanel.timer) return;
+    finalPanel.timer = setTimeout(async () => {
+      finalPanel.timer = null;
+      const response = await fetch(root.dataset.final);
+      if (response.ok) holder.innerHTML = await response.text();
+    }, 1000);
   }
 
   // The best-k zip can take seconds (each architecture's first ONNX export): fetch it with the button saying so,
@@ -358,8 +329,6 @@
 
   setInterval(drawRunning, 1000);
 
-  tableEvents();
   slowDownloads();
-  loadTable();
   loadSnapshot().then(live.connect).catch((error) => setText("live-state", "could not load: " + error.message));
 })();

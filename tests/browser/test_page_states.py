@@ -200,8 +200,8 @@ def test_the_search_page_says_only_what_is_true_in_every_state(page, web, django
 
 
 #: The search list's rows by name: each cell's text and the progress bar's value.
-LIST_ROWS = """() => Object.fromEntries(Array.from(document.querySelectorAll('#search-list tbody tr')).map((tr) => [
-  tr.querySelector('td.name a').textContent.trim(),
+LIST_ROWS = """() => Object.fromEntries(Array.from(document.querySelectorAll('#search-grid tbody tr')).map((tr) => [
+  tr.querySelector('td:nth-child(2) a').textContent.trim(),
   {cells: Array.from(tr.cells).map((td) => td.innerText.trim()),
    progress: Number(tr.querySelector('progress').getAttribute('value').replace(',', '.'))}]))"""
 
@@ -210,7 +210,7 @@ def check_the_list(page, web: str, searches: dict[str, Search], reason: str) -> 
     """Each state's row says its true state, its best value ("—" with none), its progress, and for a search
     whose every evaluation failed, the reason."""
     page.goto(f"{web}/searches/")
-    page.wait_for_selector("#search-list")
+    page.wait_for_selector("#search-grid tbody tr")  # Grid.js's table, filled from the server
     shoot(page, "list")
     rows = page.evaluate(LIST_ROWS)
     expected = {"early": ("running", "—", 0), "stopped": ("stopped", "—", 0), "one": ("running", "0.8000", 1),
@@ -220,9 +220,9 @@ def check_the_list(page, web: str, searches: dict[str, Search], reason: str) -> 
         search = searches[name]
         search.refresh_from_db()
         assert search.evaluations_done == done, name
-        cells = rows[name]["cells"]  # name, space, strategy, status, progress, best, started, duration
-        assert (cells[3], cells[5]) == (state, best), (name, cells)
-        assert cells[4] == f"{done}/30" and abs(rows[name]["progress"] - 100 * done / 30) < 0.051, (name, rows[name])
+        cells = rows[name]["cells"]  # tick, name, owner, space, strategy, state, progress, best, started, duration
+        assert (cells[5], cells[7]) == (state, best), (name, cells)
+        assert cells[6] == f"{done}/30" and abs(rows[name]["progress"] - 100 * done / 30) < 0.051, (name, rows[name])
 
 
 def check_individual_pages(page, web: str, one: Search, failed: Search, early: Search) -> None:

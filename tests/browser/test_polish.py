@@ -30,7 +30,7 @@ def test_a_long_name_without_spaces_does_not_stretch_the_pages(page, web, django
         page.goto(web + url)
         assert overflow(page) <= 0, url
     page.goto(web + "/searches/")
-    link = page.locator("#search-list td.name a")
+    link = page.locator("#search-grid tbody td:nth-child(2) a")  # Grid.js's table
     assert link.get_attribute("title") == name  # the whole name is a hover away
 
 

@@ -68,7 +68,9 @@ def urls(search_id: int, payload: str) -> list[str]:
     p = quote(payload, safe="")
     table = f"/searches/{search_id}/table/"
     return [
-        f"/?next={p}", f"/searches/?page={p}", f"/searches/new/?name={p}", f"/searches/{search_id}/?q={p}",
+        f"/?next={p}", f"/searches/?page={p}", f"/searches/?sort={p}", f"/searches/rows/?sort={p}",
+        f"/compare/?ids={search_id},{p}", f"/compare/searches.csv?ids={p}",
+        f"/searches/new/?name={p}", f"/searches/{search_id}/?q={p}",
         *[f"{table}?{name}={p}" for name in ("sort", "status", "page", "per_page", "node", "q")],
         f"/searches/{search_id}/individuals/1/?q={p}", f"/nodes/?node={p}",
         f"/searches/{search_id}/download/best.zip?k={p}",

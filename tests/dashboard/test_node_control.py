@@ -121,7 +121,8 @@ def test_a_running_search_whose_every_worker_is_drained_says_so(users, search, o
     announce("gpu1")
     announce("gpu2")
     node_state.put("gpu1", "draining")
-    assert b"workers-idle" not in owner_client.get(f"/searches/{search.pk}/").content
+    # the notice's place is always there (hidden while empty): the page's events fill it live
+    assert b'id="workers-idle" hidden></p>' in owner_client.get(f"/searches/{search.pk}/").content
     node_state.put("gpu2", "paused")
     page = owner_client.get(f"/searches/{search.pk}/").content.decode()
     assert "Every worker of the pool &#x27;eval&#x27; is drained or paused: gpu1 (draining), gpu2 (paused)" in page
@@ -155,3 +156,29 @@ def test_a_worker_on_a_node_that_takes_no_work_skips_what_it_is_handed_without_a
     assert runner.evaluate_individual(individual, "task", 10) == "skipped"
     assert isinstance(pushed[0], messages.Skipped) and "node gpu1 is draining" in pushed[0].reason
     assert transport.starts(search.pk, 999_001) == 0
+
+
+def test_a_loop_publishes_each_change_of_its_workers_notice(users, search):
+    """The loop's ``search.workers`` events (``webapp.control.shell``) carry the notice to an open page live:
+    one when every worker is drained or paused, one when a worker takes work again, none while nothing changes."""
+    from webapp.control import lease
+    from webapp.control.shell import LoopShell
+    from webapp.searches.models import Event
+
+    running(search)
+    announce("gpu1")
+    owner = lease.new_owner()
+    assert lease.take(search.pk, owner)
+    shell = LoopShell(search.pk, owner, send=lambda *args: None)
+
+    def look():
+        shell._idle_seen = 0.0  # at most once a second: the test does not wait for the clock
+        shell.watch_workers()
+        return [e.data["idle"] for e in Event.objects.filter(search=search, type="search.workers").order_by("seq")]
+
+    assert look() == []
+    node_state.put("gpu1", "paused")
+    assert look() == [node_control.idle_reason("eval")] and "gpu1 (paused)" in look()[0]
+    assert len(look()) == 1
+    node_state.put("gpu1", "active")
+    assert look()[1:] == [""]

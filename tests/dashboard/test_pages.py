@@ -18,8 +18,10 @@ def test_list_shows_searches_newest_first(owner_client, users, search):
     newer = lifecycle.create_search(users["owner"], "newer one", search.config)
     html = owner_client.get(reverse("search-list")).content.decode()
     assert html.index("newer one") < html.index(">mine<")
-    for column in ("Space", "Strategy", "Status", "Progress", "Best fitness", "Started", "Duration"):
-        assert f"<th>{column}</th>" in html
+    for key, column in (("name", "Name"), ("owner", "Owner"), ("space", "Space"), ("strategy", "Strategy"),
+                        ("status", "State"), ("progress", "Progress"), ("best", "Best fitness"),
+                        ("started", "Started"), ("duration", "Duration")):
+        assert f'<th><a href="?sort={key}">{column}</a></th>' in html
     assert "0.5900" in html  # best fitness of `search`
     assert newer.status == "draft"
 

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 SEARCH_URLS = [
     ("search-detail", "get"), ("search-table", "get"), ("download-csv", "get"), ("download-events", "get"),
     ("download-best", "get"), ("api-search", "get"), ("api-snapshot", "get"), ("api-events", "get"),
-    ("api-individuals", "get"), ("api-pareto", "get"),
+    ("api-individuals", "get"), ("api-pareto", "get"), ("search-final", "get"),
 ]
 ACTIONS = ["launch", "stop", "resume", "clone"]
 INDIVIDUAL_URLS = ["individual-detail", "download-genome", "download-individual"]

@@ -10,7 +10,7 @@ import pytest
 from tests.engine.conftest import owner
 from webapp.control import recording
 from webapp.messaging import messages
-from webapp.searches.models import Individual
+from webapp.searches.models import Attempt, Individual
 from webapp.services import lifecycle, queries
 
 CONFIG = {"space": {"name": "chain", "max_layers": 3},
@@ -47,6 +47,10 @@ def test_the_next_start_on_a_slot_marks_its_killed_evaluation_lost_and_never_two
     running = Individual.objects.filter(search=search, status="running")
     assert sorted(running.values_list("slot", flat=True)) == ["vm/cpu/0", "vm/cpu/1"]  # one per slot
     assert states(search) == {0: "lost, retrying (attempt 2)", 1: "running", 2: "running"}
+    # the lost attempt leaves its reason and node (issue 34)
+    lost = Attempt.objects.get(individual=a)
+    assert (lost.number, lost.outcome, lost.reason, lost.node) == (1, "lost", "worker_lost", "vm")
+    assert "started #1" in lost.message
     a.refresh_from_db()
     assert recording.mark_started(a, started(a, "vm2/cpu/0", attempt=2))
     assert states(search)[0] == "running (attempt 2)"
@@ -97,4 +101,5 @@ def test_a_loop_queues_again_and_announces_an_attempt_its_slot_outlived(engine, 
     assert_each_recorded_once(search, 6)
     lost = Individual.objects.get(pk=victim[0])
     assert lost.status == Individual.Status.DONE and lost.attempts == 2
+    assert list(Attempt.objects.filter(individual=lost).values_list("number", "outcome")) == [(1, "lost"), (2, "ok")]
     assert [e.data["number"] for e in Event.objects.filter(search=search, type="individual.lost")] == [lost.number]

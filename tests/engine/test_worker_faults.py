@@ -30,6 +30,9 @@ def test_a_killed_evaluation_process_is_rerun_and_recorded_once(stack):
     victim = Individual.objects.get(pk=victim_id)
     assert victim.status == Individual.Status.DONE and victim.attempts == 2
     assert all(i.attempts == 1 for i in individuals if i.pk != victim_id)
+    # the lost attempt leaves its reason and node (issue 34)
+    assert [(a.outcome, a.reason, a.node) for a in victim.attempt_rows.order_by("number")] == [
+        ("lost", "worker_lost", "alpha"), ("ok", "", "alpha")]
     print(f"killed evaluation restarted {victim.started.timestamp() - killed:.2f} s after the kill")
 
 
@@ -47,6 +50,9 @@ def test_a_killed_worker_is_replaced_by_the_other_and_its_redelivery_adds_nothin
     victim = Individual.objects.get(pk=victim_id)
     assert victim.status == Individual.Status.DONE and victim.node == survivor_node(survivor)
     restarted = victim.started.timestamp() - killed
+    lost, rerun = victim.attempt_rows.order_by("number")
+    assert (lost.outcome, lost.reason, lost.node, rerun.outcome) == ("lost", "worker_lost", beat["node"], "ok")
+    assert "no heartbeat" in lost.message
     # Noticed within the heartbeat TTL (1.5 s here) plus a loop round, not after Redis's visibility timeout.
     assert restarted < 6, restarted
     print(f"killed worker's evaluation re-dispatched and started {restarted:.2f} s after the kill")
@@ -82,6 +88,8 @@ def test_a_genome_that_kills_its_worker_fails_with_worker_lost_and_oom_or_diverg
     killer, oom, diverged = by_key[keys[1]], by_key[keys[2]], by_key[keys[3]]
     assert (killer.status, killer.failure) == (Individual.Status.FAILED, "worker_lost")
     assert transport.starts(search.pk, killer.pk) >= 3
+    rows = list(killer.attempt_rows.values_list("outcome", flat=True))  # every attempt, each lost with its worker
+    assert len(rows) == killer.attempts and set(rows) <= {"lost", "failed"} and rows[0] == "lost"
     assert (oom.status, oom.failure, oom.attempts) == (Individual.Status.FAILED, "oom", 1)
     assert (diverged.status, diverged.failure, diverged.attempts) == (Individual.Status.FAILED, "diverged", 1)
     assert transport.starts(search.pk, oom.pk) == transport.starts(search.pk, diverged.pk) == 1

@@ -38,18 +38,35 @@ def keep_best(search: Search, recorded: list[Individual]) -> int:
         return 0  # nobody new among the best: the kept set is unchanged
     stored = 0
     for individual_id, files in transport.waiting_kept(search.pk, entering).items():
-        data = files.get("weights.pt")
-        if not data:
+        if not files.get("weights.pt"):
             continue
-        Weights.objects.update_or_create(individual_id=individual_id, defaults={
-            "data": data, "nbytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "source": files.get("model.py", b"").decode("utf-8", "replace"), "onnx": files.get("model.onnx")})
+        _store(individual_id, files)
         stored += 1
-    Weights.objects.filter(individual__search=search).exclude(individual_id__in=best_ids).delete()
+    Weights.objects.filter(individual__search=search, individual__role=Individual.Role.SEARCH).exclude(
+        individual_id__in=best_ids).delete()  # a final run's files are the search's result: always kept
     return stored
 
 
-def drop_waiting(search: Search, individual_ids: list[int]) -> None:
-    """After the loop committed the results of ``individual_ids``: their files in Redis are kept or not needed."""
-    if kept_count(search) > 0:
+def keep_files(search: Search, individuals: list[Individual]) -> int:
+    """Store the waiting files of ``individuals`` whatever their rank (the final runs: each is kept), and drop
+    them from Redis after the caller's commit (:func:`drop_waiting` with ``always``); returns how many."""
+    stored = 0
+    for individual_id, files in transport.waiting_kept(search.pk, [i.pk for i in individuals]).items():
+        if files.get("weights.pt"):
+            _store(individual_id, files)
+            stored += 1
+    return stored
+
+
+def _store(individual_id: int, files: dict[str, bytes]) -> None:
+    data = files["weights.pt"]
+    Weights.objects.update_or_create(individual_id=individual_id, defaults={
+        "data": data, "nbytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+        "source": files.get("model.py", b"").decode("utf-8", "replace"), "onnx": files.get("model.onnx")})
+
+
+def drop_waiting(search: Search, individual_ids: list[int], always: bool = False) -> None:
+    """After the loop committed the results of ``individual_ids``: their files in Redis are kept or not needed
+    (``always``: final runs leave files even where the search keeps none)."""
+    if always or kept_count(search) > 0:
         transport.drop_kept(search.pk, individual_ids)

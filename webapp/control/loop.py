@@ -4,7 +4,8 @@ individuals (through ``recording``, fenced by its lease).
 One iteration: renew the lease -> collect the workers' messages (record, tell, save the strategy state, all in
 one transaction; then publish the events) -> re-send what went stale -> ask the strategy for as many candidates
 as there is room for, create them (committed) and send them as seed 000's packets -> stop when the strategy is
-done, the user stopped it, or the lease was lost.
+done, the user stopped it, or the lease was lost. A search with ``final`` then retrains its top genomes
+(``webapp.control.final``) before it ends; their results are recorded, never told to the strategy.
 
 The loop only orchestrates: it is given how to send a packet (``send``), so it runs without Celery in tests.
 """
@@ -23,10 +24,10 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import faults, kept, pruning, recording, strategy_store
+from webapp.control import attempts, faults, final, kept, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
 from webapp.messaging import allocation_state, messages, node_state, signing, transport
-from webapp.searches import accounting, broadcast
+from webapp.searches import accounting, broadcast, final_runs
 from webapp.searches.models import Individual, Search
 from webapp.searches.data_config import dataset_argument
 
@@ -42,6 +43,7 @@ class Batch:
 
     events: list[tuple[str, dict[str, Any]]] = dataclasses.field(default_factory=list)
     recorded: list[Individual] = dataclasses.field(default_factory=list)
+    finals: list[Individual] = dataclasses.field(default_factory=list)  # final runs recorded
     resend: list[Individual] = dataclasses.field(default_factory=list)
 
 
@@ -58,9 +60,11 @@ class SearchLoop(LoopShell):
             strategy = config["strategy"]
             self.strategy = get_strategy(strategy["name"], self.space, strategy["seed"], **strategy["params"])
         self.pruning = pruning.Pruning(self.search)
+        self.final = final.FinalTraining(self.search)
         self.pool = config["pool"]
         self.population = int(config["strategy"]["params"].get("population", 20))
         self._checked_stale = 0.0
+        self._checked_reruns = 0.0
         self._slots_seen = 0.0
         self._live_slots: list[dict[str, Any]] = []
         self._drained = False
@@ -73,6 +77,8 @@ class SearchLoop(LoopShell):
     # --- the loop ----------------------------------------------------------------------------------------------
 
     def begin(self) -> None:
+        if self.final.wanted and self.final.started():
+            self.final.open()  # resumed during the final training: its runs' files are kept again
         self._send_unsent()
 
     def step(self) -> End | None:
@@ -81,11 +87,30 @@ class SearchLoop(LoopShell):
             self._send_unsent()
         self.collect(wait=settings.NAS_LOOP_WAIT)
         self.check_stale()
+        self._send_reruns()
         self.dispatch()
         self._account()
         if self.strategy.done and not self._in_flight().exists():
+            if self.final.wanted and not self.final.started() and self._start_final():
+                return None  # the final training runs now
             return recording.outcome(self.search)  # finished, or failed when not one evaluation succeeded
         return None
+
+    def _start_final(self) -> bool:
+        """The search's own budget is spent: its top genomes are retrained (``final``); False when none succeeded."""
+        genomes = final_runs.top_genomes(self.search_id, self.final.plan["top"])
+        if not genomes:
+            return False
+        with recording.fenced(self.search_id, self.owner) as search:
+            runs = self.final.start(search, self.space, genomes)
+            broadcast.notify_many(self.search_id, [("individual.created", broadcast.individual_event(i)) for i in runs]
+                                  + [("search.final", self.final.summary(search))])
+        self.search = search
+        log.info("search %s: final training of %d genome(s) for %d epochs", self.search_id, len(runs),
+                 self.final.plan["epochs"])
+        self.final.open()
+        self._send(runs)
+        return True
 
     def _account(self) -> None:
         """Sample the slots this search could use now (idle ones, or working for it); hand them to the
@@ -155,11 +180,14 @@ class SearchLoop(LoopShell):
                 batch.events.append(("search.progress", recording.save_progress(search, self.strategy, batch.recorded)))
             else:
                 recording.save_stats(search)
+            if batch.finals:
+                batch.events.append(("search.final", self.final.summary(search)))
             self.pruning.save(search)
             broadcast.notify_many(self.search_id, batch.events)
         self.search = search
         transport.ack_messages(self.search_id, raw)
         kept.drop_waiting(search, [m.origin.individual for m in parsed if isinstance(m, messages.Result)])
+        kept.drop_waiting(search, [i.pk for i in batch.finals], always=True)
         if batch.resend and not transport.is_stopped(self.search_id):
             self._send(batch.resend, resent=True)
         return len(raw)
@@ -174,19 +202,32 @@ class SearchLoop(LoopShell):
 
     def _progress(self, search: Search, individual: Individual, message: messages.Progress, batch: Batch) -> None:
         if recording.record_progress(individual, message):
-            decision = self.pruning.progress(individual, message)
+            # a final run is never stopped early: it trains its whole budget
+            decision = self.pruning.progress(individual, message) if individual.role == Individual.Role.SEARCH else None
             batch.events.append(("individual.progress", {"id": individual.pk, "number": individual.number,
                                                           "point": individual.curve[-1],
                                                           **({"prune": individual.prune} if decision else {})}))
 
     def _result(self, search: Search, individual: Individual, message: messages.Result, batch: Batch) -> None:
         nbytes = len(json.dumps(messages.to_dict(message)))
+        if individual.role == Individual.Role.FINAL:  # not part of the search: the strategy is not told
+            if self.final.record(search, individual, message, nbytes):
+                batch.finals.append(individual)
+                batch.events.append(("individual.finished", broadcast.finished_event(individual)))
+            return
         result = recording.record_result(search, individual, message, nbytes=nbytes)
         if result is not None:
             result = self.pruning.result(search, individual, message.result, result)
-            self.strategy.tell(individual.number, result)
+            self._tell(individual, result)
             batch.recorded.append(individual)
             batch.events.append(("individual.finished", broadcast.finished_event(individual)))
+
+    def _tell(self, individual: Individual, result) -> None:
+        """The strategy learns each individual's first final outcome, once: a re-run's (``reruns`` > 0) is
+        recorded on the individual and in the counts, never told again (the strategy already bred from the
+        failure it was told, and its archive only grows; ``webapp.services.reruns``)."""
+        if not individual.reruns:
+            self.strategy.tell(individual.number, result)
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
         """A slot dropped it because the search was stopped: sent again at once if the search runs again
@@ -234,6 +275,11 @@ class SearchLoop(LoopShell):
         idle = any(slot.get("current") is None for slot in self.live_slots())
         queued = self._in_flight().filter(status=Individual.Status.QUEUED, dispatched__isnull=False)
         lost = [i for i in queued if idle and (wall - i.dispatched).total_seconds() > grace]
+        if stale:  # each attempt that died with its worker leaves its reason and node
+            with recording.fenced(self.search_id, self.owner):
+                for individual in stale:
+                    attempts.record_lost(individual, f"no heartbeat from {individual.slot or 'its worker'} for "
+                                         f"{ttl:g} s: its worker died; sent again")
         resend, failed = [], []
         for individual in stale + lost:
             if transport.starts(self.search_id, individual.pk) >= settings.NAS_MAX_ATTEMPTS:
@@ -257,10 +303,15 @@ class SearchLoop(LoopShell):
         with recording.fenced(self.search_id, self.owner) as search:
             recorded = []
             for individual in individuals:
+                if individual.role == Individual.Role.FINAL:
+                    if self.final.fail(search, individual, reason, text):
+                        events.append(("individual.finished", broadcast.individual_event(individual)))
+                        events.append(("search.final", self.final.summary(search)))
+                    continue
                 result = recording.fail_individual(search, individual, reason, text)
                 if result is not None:
                     result = self.pruning.result(search, individual, None, result)
-                    self.strategy.tell(individual.number, result)
+                    self._tell(individual, result)
                     recorded.append(individual)
                     events.append(("individual.finished", broadcast.individual_event(individual)))
             events.append(("search.progress", recording.save_progress(search, self.strategy, recorded)))
@@ -315,6 +366,14 @@ class SearchLoop(LoopShell):
             allocation_state.publish_pending(self.search_id, waiting, more)
             self._pending_seen = (waiting, more)
 
+    def _send_reruns(self) -> None:
+        """Re-runs its owner asked for while it runs (``webapp.services.reruns`` queues them unsent): sent here,
+        through the same packets as any evaluation, checked at the heartbeat's pace."""
+        now = time.monotonic()
+        if now - self._checked_reruns >= settings.NAS_HEARTBEAT_SECONDS:
+            self._checked_reruns = now
+            self._send_unsent()
+
     def _send_unsent(self) -> None:
         """After a crash between creating individuals and sending them: send those never dispatched."""
         unsent = list(self._in_flight().filter(dispatched__isnull=True))
@@ -333,8 +392,7 @@ class SearchLoop(LoopShell):
         for chunk in split_packets(individuals, slots, ind_len):
             data, signature = signing.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
-                 "space": config["space"], "dataset": dataset_argument(config), "training": config["training"],
-                 "evaluation": config["evaluation"]}
+                 "space": config["space"], "dataset": dataset_argument(config), **self.final.packet(config, i)}
                 for i in chunk
             ])
             packets.append((chunk, data, signature, uuid.uuid4().hex))

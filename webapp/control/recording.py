@@ -15,12 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluators.result import EvaluationResult
 from nas.spaces.base import SearchSpace
 from nas.strategies import Candidate, Result, Strategy
-from webapp.control import kept, strategy_store
+from webapp.control import attempts, kept, strategy_store
 from webapp.control.lease import LeaseLost
 from webapp.messaging import messages
 from webapp.searches import accounting
@@ -48,12 +49,14 @@ def fenced(search_id: int, owner: str) -> Iterator[Search]:
 # --- individuals -----------------------------------------------------------------------------------------------
 
 
-def create_individuals(search: Search, space: SearchSpace, candidates: list[Candidate]) -> list[Individual]:
-    """One queued row per candidate."""
+def create_individuals(search: Search, space: SearchSpace, candidates: list[Candidate],
+                       role: str = Individual.Role.SEARCH) -> list[Individual]:
+    """One queued row per candidate (``role``: the strategy's, or final runs)."""
     rows = [
         Individual(
             search=search, number=c.id, genome=c.genome, key=c.key, description=space.describe(c.genome)[:500],
             generation=c.generation, parents=list(c.parents), operator=c.operator, task_id=uuid.uuid4().hex,
+            role=role,
         )
         for c in candidates
     ]
@@ -73,7 +76,11 @@ def mark_sent(search: Search, individuals: list[Individual], task_id: str, nbyte
 
 
 def requeue(individuals: list[Individual]) -> None:
-    """Evaluations whose worker died while the search was stopping: queued again (a resume sends them on)."""
+    """Evaluations whose worker died while the search was stopping: queued again (a resume sends them on), each
+    attempt recorded as lost."""
+    for individual in individuals:
+        attempts.record_lost(individual, f"no heartbeat from {individual.slot or 'its worker'} while the search "
+                             "was stopping: its worker died")
     Individual.objects.filter(pk__in=[i.pk for i in individuals], status=Individual.Status.RUNNING).update(
         status=Individual.Status.QUEUED)
 
@@ -92,9 +99,11 @@ def mark_started(individual: Individual, message: messages.Started) -> bool:
     if individual.status in Individual.FINAL:
         return False
     origin = message.origin
+    number = attempts.number_of(individual, message.attempt)
+    attempts.before(individual, number)
     individual.status = Individual.Status.RUNNING
     individual.started = when(message.time) or timezone.now()
-    individual.attempts = max(individual.attempts, message.attempt)
+    individual.attempts = max(individual.attempts, number)
     individual.node, individual.device, individual.slot = origin.node, origin.device, origin.slot
     individual.save(update_fields=["status", "started", "attempts", "node", "device", "slot"])
     return True
@@ -111,6 +120,9 @@ def lost_on_slot(individual: Individual) -> list[Individual]:
                                           slot=individual.slot, started__lte=individual.started)
                 .exclude(pk=individual.pk))  # started before it: a message late in arriving never drops a later one
     now = timezone.now()
+    for other in lost:
+        attempts.record_lost(other, f"its slot {individual.slot} started #{individual.number}: this attempt died "
+                             "with its worker")
     Individual.objects.filter(pk__in=[i.pk for i in lost], status=Individual.Status.RUNNING).update(
         status=Individual.Status.QUEUED, dispatched=now)
     for other in lost:
@@ -139,11 +151,15 @@ def strategy_result(result: EvaluationResult) -> Result:
 
 
 def record_result(search: Search, individual: Individual, message: messages.Result, nbytes: int) -> Result | None:
-    """Write a worker's result; ``None`` when the individual is final already (a late duplicate is ignored)."""
+    """Write a worker's result; ``None`` when the individual is final already (a late duplicate changes nothing
+but the row of its own attempt, when that attempt was given up as lost: ``attempts.record_late``)."""
     if individual.status in Individual.FINAL:
+        attempts.record_late(individual, message, when(message.started), when(message.finished))
         return None
     payload, origin = message.result, message.origin
     result = strategy_result(payload)
+    number = attempts.number_of(individual, message.attempt)
+    attempts.before(individual, number)
     individual.status = (Individual.Status.PRUNED if result.pruned else Individual.Status.DONE) if result.ok \
         else Individual.Status.FAILED
     epochs = payload.metrics.get("epochs")
@@ -155,18 +171,20 @@ def record_result(search: Search, individual: Individual, message: messages.Resu
     individual.failure = "" if result.ok else (result.failure or "error")
     individual.message = payload.message[:10_000]
     individual.node, individual.device, individual.slot = origin.node, origin.device, origin.slot
-    individual.attempts = max(individual.attempts, message.attempt)
+    individual.attempts = max(individual.attempts, number)
     individual.started = individual.started or when(message.started)
     individual.finished = when(message.finished) or timezone.now()
     individual.duration = message.duration
     individual.packet_bytes = message.packet_bytes
     individual.save()
+    attempts.record_result(individual, message.attempt, result.ok, result.pruned, payload.peak_memory_bytes,
+                           when(message.started) or individual.started, individual.finished)
     accounting.count_result(
         search.stats, node=individual.node, device=individual.device, slot=individual.slot, ok=result.ok,
         duration=individual.duration, finished=message.finished, nbytes=nbytes,
         devices=float(payload.metrics.get("gang") or 1),  # a gang held that many devices
     )
-    _count_final(search, result)
+    _count_final(search, individual, result)
     return result
 
 
@@ -181,11 +199,15 @@ def fail_individual(search: Search, individual: Individual, reason: str, text: s
     accounting.count_result(search.stats, node=individual.node or "-", device=individual.device or "-",
                             slot=individual.slot, ok=False, duration=0.0, finished=now.timestamp(), nbytes=0)
     result = Result.failed(reason)
-    _count_final(search, result)
+    _count_final(search, individual, result)
     return result
 
 
-def _count_final(search: Search, result: Result) -> None:
+def _count_final(search: Search, individual: Individual, result: Result) -> None:
+    """The search's counts and best: of the strategy's individuals only (a final run is not part of the search's
+    plan; its result is shown as the final training's, ``webapp.searches.final_runs``)."""
+    if individual.role != Individual.Role.SEARCH:
+        return
     search.evaluations_done += 1
     if result.ok and not result.pruned and (search.best_fitness is None or result.fitness > search.best_fitness):
         search.best_fitness = result.fitness
@@ -218,9 +240,20 @@ def save_progress(search: Search, strategy: Strategy, recorded: list[Individual]
     numbers = [candidate.id for candidate, _ in strategy.best(BEST)]  # the strategy's order (nsga2: its front)
     ids = dict(Individual.objects.filter(search=search, number__in=numbers).values_list("number", "pk"))
     search.best = [ids[n] for n in numbers if n in ids]
+    if (search.stats or {}).get("reruns"):
+        search.best = best_with_reruns(search, search.best)
     search.save(update_fields=["strategy_state", "stats", "best", "best_fitness", "evaluations_done",
                                "evaluations_total"])
     return progress(search)
+
+
+def best_with_reruns(search: Search, best: list[int]) -> list[int]:
+    """The strategy was never told a re-run's result (``webapp.services.reruns``): a re-run that succeeded joins
+    the best by fitness."""
+    rows = Individual.objects.filter(Q(pk__in=best) | Q(search=search, reruns__gt=0, status=Individual.Status.DONE,
+                                                        fitness__isnull=False))
+    ranked = sorted(rows.values_list("pk", "fitness"), key=lambda row: (row[1] is None, -(row[1] or 0.0), row[0]))
+    return [pk for pk, _ in ranked[:BEST]]
 
 
 def save_stats(search: Search) -> None:

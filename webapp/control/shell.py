@@ -12,7 +12,8 @@ import time
 
 from webapp.control import lease, recording
 from webapp.control.lease import LeaseLost
-from webapp.messaging import dispatch
+from webapp.messaging import dispatch, node_state
+from webapp.notifications import outbox
 from webapp.searches import broadcast
 from webapp.searches.models import Search
 
@@ -36,6 +37,7 @@ class LoopShell:
         self.send = send if send is not None else dispatch.sender(self.TASK)
         self.search = Search.objects.get(pk=search_id)
         self._renewed = 0.0
+        self._idle, self._idle_seen = "", 0.0
 
     def run(self) -> str:
         """Returns why it ended (``finished``, ``stopped``, ``failed``, ``lease lost``, or the status it found)."""
@@ -51,6 +53,7 @@ class LoopShell:
                     continue
                 if status != Search.Status.RUNNING:
                     return status
+                self.watch_workers()
                 ended = self.step()
                 if ended is not None:
                     return self.end(*ended)
@@ -66,11 +69,26 @@ class LoopShell:
     def renew(self, force: bool = False) -> None:
         self._renewed = lease.keep(self.search_id, self.owner, self._renewed, force)
 
+    def watch_workers(self) -> None:
+        """At most once a second: tell the search's page when every worker of its pool becomes drained or
+        paused, and again when one takes work (``search.workers``, ``{"idle": why or ""}``), so a search that
+        waits for a resume says so instead of looking stuck."""
+        now = time.monotonic()
+        if now - self._idle_seen < 1.0:
+            return
+        self._idle_seen = now
+        idle = node_state.idle_reason(self.search.config.get("pool", "eval"))
+        if idle != self._idle:
+            self._idle = idle
+            with recording.fenced(self.search_id, self.owner):
+                broadcast.notify(self.search_id, "search.workers", {"idle": idle})
+
     def end(self, status: str, reason: str) -> str:
         """Record the end (with the kind's :meth:`closing`) and tell the pages."""
         with recording.fenced(self.search_id, self.owner) as search:
             self.closing(search)
-            broadcast.notify_many(self.search_id, [("search.status", recording.end_search(search, status, reason))])
+            ended = broadcast.notify(self.search_id, "search.status", recording.end_search(search, status, reason))
+            outbox.search_ended(search, ended.seq)  # the webhooks: queued once this commits
         self.search = search
         log.info("search %s %s %s", self.search_id, status, reason)
         return status

@@ -25,8 +25,10 @@ from nas.strategies.archive import MAX_SEED
 from webapp.searches.architecture_config import LATENCY_FIELDS, SIMULATED_FIELDS, TRAINED_FIELDS
 from webapp.searches import starter
 from webapp.searches.checks import POOL, POOL_RULE
+from webapp.searches.final_config import MOST_TOP
 from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
+from webapp.searches.notify_config import WEBHOOK_HELP
 from webapp.searches.models import Search
 from webapp.services import estimates
 from webapp.services.datasets import visible_datasets
@@ -132,6 +134,8 @@ class SearchForm(forms.Form):
     pool = forms.RegexField(label="Worker pool", regex=POOL, max_length=100,
                             help_text="The queue its evaluation workers pull from (eval by default).",
                             error_messages={"invalid": f"Must be {POOL_RULE}."})
+    webhook = forms.CharField(label="Webhook when it ends", required=False, max_length=2000,
+                              help_text=WEBHOOK_HELP)
     evaluation = forms.ChoiceField(choices=[("train", "train (real PyTorch training)"),
                                             ("simulated", "simulated (no training; for trials)")])
     keep_weights = forms.IntegerField(
@@ -156,6 +160,15 @@ class SearchForm(forms.Form):
     report_every = forms.IntegerField(label="Report every (steps)", required=False, min_value=1,
                                       help_text="Training steps between two reports of the learning curve. Blank: "
                                                 "once per epoch.", widget=forms.NumberInput(attrs={"step": "1"}))
+    final_top = forms.IntegerField(
+        label="Final training: retrain the best", required=False, min_value=1, max_value=MOST_TOP,
+        help_text="Once the search ends, retrain its best this many genomes from scratch; the best of them is the "
+                  "search's result (in the Best zip). Blank: no final training.",
+        widget=forms.NumberInput(attrs={"step": "1"}))
+    final_epochs = forms.IntegerField(
+        label="Final training: epochs", required=False, min_value=1,
+        help_text="Epochs of each final run (the other training fields are the search's).",
+        widget=forms.NumberInput(attrs={"step": "1"}))
     sim_duration = forms.FloatField(label="Simulated seconds per evaluation", required=False,
                                     min_value=SIMULATED_FIELDS["duration"][2], max_value=SIMULATED_FIELDS["duration"][3],
                                     widget=forms.NumberInput(attrs={"step": "any"}))
@@ -181,7 +194,8 @@ class SearchForm(forms.Form):
         self.order_fields(["name", "space", "strategy", *self.params, "seed", "dataset", *self.budget_fields,
                            "pool", "evaluation", "keep_weights", "latency_batch", "compression", "sim_duration",
                            "pruner",
-                           *(f"pruner_{name}" for name in self.pruner_params), "report_every"])
+                           *(f"pruner_{name}" for name in self.pruner_params), "report_every",
+                           "final_top", "final_epochs"])
         self.config: dict[str, Any] | None = None
 
     @classmethod
@@ -205,6 +219,9 @@ class SearchForm(forms.Form):
         else:
             initial["sim_duration"] = evaluation.get("duration")
         initial["latency_batch"] = (evaluation.get("latency") or {}).get("batch")
+        initial["webhook"] = (config.get("notify") or {}).get("webhook", "")
+        final = config.get("final") or {}
+        initial["final_top"], initial["final_epochs"] = final.get("top"), final.get("epochs")
         return initial
 
     def clean_objectives(self) -> list[list[str]] | None:
@@ -264,10 +281,15 @@ class SearchForm(forms.Form):
         }
         if base and base.get("dataset") == data["dataset"] and "data" in base:
             config["data"] = base["data"]  # a registered set's input size, split and augmentation, kept
+        if data.get("webhook"):
+            config["notify"] = {"webhook": data["webhook"]}
         if data.get("pruner") and data["pruner"] != "none":
             taken = {p.name for p in PRUNERS[data["pruner"]].PARAMS}
             config["pruner"] = {"name": data["pruner"], **{name: data[f"pruner_{name}"] for name in self.pruner_params
                                                             if name in taken and data.get(f"pruner_{name}") is not None}}
+        final = {name: data[f"final_{name}"] for name in ("top", "epochs") if data.get(f"final_{name}") is not None}
+        if final:  # one without the other: check_config says which is missing
+            config["final"] = final
         return config
 
     def clean(self) -> dict[str, Any]:
@@ -289,7 +311,8 @@ def field_for(dotted: str, fields) -> str | None:
     """The form field a ``ConfigError``'s dotted field names (``strategy.params.population`` -> population)."""
     special = {"strategy.name": "strategy", "strategy.seed": "seed", "evaluation.duration": "sim_duration",
                "evaluation.mode": "evaluation", "evaluation.keep_weights": "keep_weights",
-               "training.seed": "training_seed", "pruner.name": "pruner", "evaluation.report_every": "report_every"}
+               "training.seed": "training_seed", "pruner.name": "pruner", "evaluation.report_every": "report_every",
+               "final.top": "final_top", "final.epochs": "final_epochs"}
     if dotted in special:
         return special[dotted]
     if dotted.startswith("pruner.") and f"pruner_{dotted[7:]}" in fields:

@@ -32,6 +32,8 @@ UNIT_CLIP = (-0.03, 1.03)
 #: The efficiency axis: 0-100% (``accounting.figures`` keeps it there), a little room for the line at 100%.
 EFFICIENCY_RANGE = (0.0, 1.02)
 BEST = "best so far"
+#: The fitness chart's trace of a search's final runs (``final``): not the search's, never its best so far.
+FINAL_RUNS = "final runs"
 #: The timeline's trace of evaluations under way (each bar ends at "now"; the page stretches them every second).
 RUNNING = "running"
 LAYOUT = {"margin": {"l": 55, "r": 15, "t": 40, "b": 45}, "height": 320, "template": "plotly_white",
@@ -117,17 +119,20 @@ def final(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fitness_scatter(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """Fitness of every final individual over time, one trace per node; failures on their own trace at 0."""
+    """Fitness of every final individual over time, one trace per node; failures on their own trace at 0, final
+    runs on theirs."""
     by_node: dict[str, list] = defaultdict(list)
     for point in final(points):
-        by_node[FAILED if point["fitness"] is None else node_label(point)].append(point)
+        name = FINAL_RUNS if point.get("role") == "final" else node_label(point)
+        by_node[FAILED if point["fitness"] is None else name].append(point)
     traces = [
         _trace(
             go.Scattergl, name=name, mode="markers", x=[ms(p["finished"]) for p in rows],
             y=[0.0 if p["fitness"] is None else p["fitness"] for p in rows], text=[hover(p) for p in rows],
             customdata=[p["number"] for p in rows],
             hovertemplate="%{text}<br>fitness %{y:.4f}<extra>%{fullData.name}</extra>",
-            marker={"symbol": "x", "color": "#c23b32"} if name == FAILED else {"size": 7},
+            marker={"symbol": "x", "color": "#c23b32"} if name == FAILED
+            else {"symbol": "diamond", "size": 10} if name == FINAL_RUNS else {"size": 7},
         )
         for name, rows in sorted(by_node.items())
     ]
@@ -140,7 +145,8 @@ def best_so_far(points: list[dict[str, Any]]) -> dict[str, Any]:
     """The best fitness found up to each successful result (a step line that reaches the latest result)."""
     xs, ys, best = [], [], None
     for point in sorted(final(points), key=lambda p: p["finished"]):
-        if point["fitness"] is not None and point.get("status") != "pruned":  # a partial value is no result
+        # a partial value is no result; a final run is not the search's
+        if point["fitness"] is not None and point.get("status") != "pruned" and point.get("role") != "final":
             best = point["fitness"] if best is None else max(best, point["fitness"])
             xs.append(ms(point["finished"]))
             ys.append(best)

@@ -5,22 +5,24 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.dashboard import architecture, csp, display
+from webapp.dashboard.attempts_view import attempt_rows, rerun_button, rerun_failed_button
 from webapp.dashboard.access import owned_individual, owned_search
 from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import CURVE_WAITS, individual_curve
 from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
+from webapp.searches import final_runs
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.data_config import dataset_argument
 from webapp.searches.models import Individual, Search
 from webapp.searches.pruning_stats import describe as describe_pruning
-from webapp.services import exports, lifecycle, node_control, nodes, queries, scaling
+from webapp.services import comparison, exports, lifecycle, node_control, nodes, queries, scaling
+from webapp.services import search_list as search_list_service
 from webapp.stack.health import system_status
 
 ACTIONS = {"launch": lifecycle.launch, "stop": lifecycle.stop, "resume": lifecycle.resume}
@@ -54,12 +56,33 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/home.html", context)
 
 
+#: The search list's columns: (sort key, heading); the key is ``None`` for a column that does not sort.
+LIST_COLUMNS = (("name", "Name"), ("owner", "Owner"), ("space", "Space"), ("strategy", "Strategy"),
+                ("status", "State"), ("progress", "Progress"), ("best", "Best fitness"), ("started", "Started"),
+                ("duration", "Duration"))
+
+
 @login_required
 def search_list(request: HttpRequest) -> HttpResponse:
-    visible = queries.visible_searches(request.user).select_related("owner").order_by("-created", "-pk")
-    page = Paginator(visible, 50).get_page(request.GET.get("page"))
-    return render(request, "dashboard/search_list.html",
-                  {"page": page, "rows": [list_row(s) for s in page.object_list], "kinds": kinds().values()})
+    """Every search the user may see; Grid.js (``static/js/search_list.js``) pages and sorts it through
+    :func:`search_rows`, and without JavaScript the headings' links do the same."""
+    try:
+        page = search_list_service.search_page(request.user, request.GET)
+    except queries.QueryError as error:
+        return bad_request(str(error))
+    return render(request, "dashboard/search_list.html", {
+        "page": page, "rows": [list_row(s) for s in page.searches], "kinds": kinds().values(),
+        "columns": LIST_COLUMNS, "compare_limits": (comparison.MIN_SEARCHES, comparison.MAX_SEARCHES)})
+
+
+@login_required
+def search_rows(request: HttpRequest) -> HttpResponse:
+    """A page of the search list as JSON (``?sort=-best&page=2&per_page=50``), rows as the list shows them."""
+    try:
+        page = search_list_service.search_page(request.user, request.GET)
+    except queries.QueryError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    return JsonResponse(search_list_service.page_dict(page, list_row))
 
 
 @login_required
@@ -92,9 +115,18 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
         "sortable": queries.SORTABLE, "statuses": ["queued", "running", "done", "pruned", "failed"],
         "pruning_text": describe_pruning(search.stats),
         "scaling": gangs, "scaling_rows": display.scaling_rows(gangs),
+        "rerun_failed": rerun_failed_button(request.user, search),
         "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
         if search.status == Search.Status.RUNNING else "",
+        "final": final_runs.summary(search),
     })
+
+
+@login_required
+def final_panel(request: HttpRequest, search_id: int) -> HttpResponse:
+    """The final training's panel as an HTML fragment (the detail page reloads it as its runs advance)."""
+    search = owned_search(request, search_id)
+    return render(request, "dashboard/_final_training.html", {"search": search, "final": final_runs.summary(search)})
 
 
 @login_required
@@ -143,13 +175,16 @@ def individual_detail(request: HttpRequest, search_id: int, number: int) -> Http
         "fitness": display.metric("fitness", individual.fitness),
         "duration": display.seconds(individual.duration),
         "blocks": architecture.blocks(search.config["space"], individual.genome, dataset_argument(search.config)),
-        "curve_figure": individual_curve(individual, float(search.config["training"]["epochs"])),
+        "epochs": final_runs.epochs_of(search.config, individual),
+        "curve_figure": individual_curve(individual, float(final_runs.epochs_of(search.config, individual))),
         "zip_contents": exports.zip_contents(individual),
         "schedule": schedule_view(individual.metrics),
         "traffic": display.traffic(individual.metrics or {}),
         "failure": failure_view(individual),
         # "lost, retrying (attempt 2)" rather than a bare "queued": the table's words (issue 36, item 7).
-        "state": queries.shown_state(individual.status, individual.dispatched, search.status, individual.attempts),
+        "state": queries.shown_state(individual.status, individual.dispatched, search.status, individual.attempts,
+                                     individual.attempt_base),
+        "attempts": attempt_rows(individual), "rerun": rerun_button(request.user, individual),
         "curve_waits": CURVE_WAITS if not individual.curve and individual.status not in Individual.FINAL else "",
     })
 

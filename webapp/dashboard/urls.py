@@ -1,17 +1,24 @@
 from django.urls import path
 
-from webapp.dashboard import (api, architecture_form, assets, dataset_transfer_views, dataset_views, downloads,
-                              node_views, pages, weights_form, weights_pages)
+from webapp.dashboard import (api, architecture_form, assets, compare_views, dataset_transfer_views, dataset_views,
+                              downloads, node_views, notification_views, pages, rerun_views, weights_form,
+                              weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
     path("assets/plotly.min.js", assets.plotly_js, name="plotly-js"),
     path("searches/", pages.search_list, name="search-list"),
+    path("searches/rows/", pages.search_rows, name="search-rows"),
     path("searches/new/", architecture_form.create, name="search-create"),
     path("searches/new/weights/", weights_form.create, name="weights-create"),
+    path("compare/", compare_views.compare_page, name="compare"),
+    path("compare/searches.csv", compare_views.compare_csv, name="compare-csv"),
+    path("api/compare/", compare_views.compare_data, name="api-compare"),
     path("searches/<int:search_id>/", pages.search_detail, name="search-detail"),
     path("searches/<int:search_id>/edit/", pages.search_edit, name="search-edit"),
     path("searches/<int:search_id>/table/", pages.individuals_table, name="search-table"),
+    path("searches/<int:search_id>/rerun/", rerun_views.rerun, name="search-rerun"),
+    path("searches/<int:search_id>/final/", pages.final_panel, name="search-final"),
     path("searches/<int:search_id>/<str:action>/", pages.search_action, name="search-action"),
     path("searches/<int:search_id>/individuals/<int:number>/", pages.individual_detail, name="individual-detail"),
     path("searches/<int:search_id>/download/individuals.csv", downloads.individuals_csv, name="download-csv"),
@@ -38,6 +45,8 @@ urlpatterns = [
     path("api/datasets/<str:name>/", dataset_views.api_dataset, name="api-dataset"),
     path("nodes/<str:node>/<str:action>/", node_views.node_action, name="node-action"),
     path("api/nodes/", node_views.api_nodes, name="api-nodes"),
+    path("settings/notifications/", notification_views.settings_page, name="notification-settings"),
+    path("api/notifications/", notification_views.api_settings, name="api-notifications"),
     path("api/nodes/<str:node>/<str:action>/", node_views.api_node_action, name="api-node-action"),
     path("api/searches/", api.searches, name="api-searches"),
     path("api/searches/<int:search_id>/", api.search, name="api-search"),
@@ -47,5 +56,6 @@ urlpatterns = [
     path("api/searches/<int:search_id>/pareto/", api.pareto, name="api-pareto"),
     path("api/searches/<int:search_id>/beliefs/", api.beliefs, name="api-beliefs"),
     path("api/searches/<int:search_id>/weights/", weights_pages.figures, name="api-weights"),
+    path("api/searches/<int:search_id>/rerun/", rerun_views.api_rerun, name="api-rerun"),
     path("api/searches/<int:search_id>/<str:action>/", api.action, name="api-action"),
 ]

@@ -15,12 +15,13 @@ from nas.neuroevolution import ALGORITHMS, METHODS
 from webapp.dashboard import drafts
 from webapp.searches.config import ConfigError, check_config
 from webapp.searches.models import Search
+from webapp.searches.notify_config import WEBHOOK_HELP
 from webapp.searches.weights_config import FIELDS, FINE_TUNING, FITNESS, NUMBERS, OPTIMIZERS
 
 #: The configuration's field -> the form's field that shows its error.
 TEMPLATE = "dashboard/weights_form.html"
 FIELD_OF = {"network.layers": "layers", "network.search": "source_search", "network.kind": "network",
-            "network.genome": "source_search", "dataset": "dataset", "pool": "pool"}
+            "network.genome": "source_search", "dataset": "dataset", "pool": "pool", "notify.webhook": "webhook"}
 #: The network choice of a draft whose genome was given whole (``search create --set``): kept as it is.
 STORED = "stored"
 
@@ -53,6 +54,7 @@ class WeightSearchForm(forms.Form):
     mirrored = forms.BooleanField(required=False, initial=True)
     seed = forms.IntegerField(initial=0)
     pool = forms.CharField(initial="eval")
+    webhook = forms.CharField(label="Webhook when it ends", required=False, max_length=2000, help_text=WEBHOOK_HELP)
 
     def __init__(self, *args: Any, base: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """``base``: the stored configuration of the draft being edited (its network is kept while the form's
@@ -68,7 +70,8 @@ class WeightSearchForm(forms.Form):
         """The form's values for a stored configuration (a draft to edit)."""
         network = config["network"]
         initial = {"name": name, "dataset": config["dataset"], "pool": config["pool"],
-                   **{key: config["weights"][key] for key in FIELDS}}
+                   **{key: config["weights"][key] for key in FIELDS},
+                   "webhook": (config.get("notify") or {}).get("webhook", "")}
         if network["kind"] == "mlp":
             initial.update(network="mlp", layers=",".join(str(size) for size in network["layers"]))
         elif "source_search" in network:
@@ -106,8 +109,9 @@ class WeightSearchForm(forms.Form):
         # Every field of the "weights" section has its form field; a blank one takes the configuration's default.
         weights = {key: data[key] for key in FIELDS if data.get(key) is not None}
         try:
+            notify = {"notify": {"webhook": data["webhook"]}} if data.get("webhook") else {}
             self.config = check_config({"kind": "weights", "network": network, "dataset": data["dataset"],
-                                        "weights": weights, "pool": data["pool"]})
+                                        "weights": weights, "pool": data["pool"], **notify})
         except ConfigError as error:
             self.add_config_error(error)
         return data

@@ -21,6 +21,7 @@ from webapp.dashboard.weights_charts import weight_figures
 from webapp.searches.kinds import kind_of
 from webapp.searches.models import Search, WeightGeneration, WeightState
 from webapp.searches.weights_config import KIND
+from webapp.services import node_control
 
 FIELDS = ("number", "best", "mean", "worst", "validation_accuracy", "workers", "evaluated", "traffic", "timings")
 
@@ -50,6 +51,8 @@ def detail(request: HttpRequest, search: Search) -> HttpResponse:
     """The page of a weight search (drafts too, with a button to their form)."""
     return render(request, "dashboard/weights_detail.html", {
         "search": search, "snapshot": snapshot(search), "config_json": json.dumps(search.config, indent=2),
+        "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
+        if search.status == Search.Status.RUNNING else "",
     })
 
 

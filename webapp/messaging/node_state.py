@@ -47,3 +47,18 @@ def states(nodes: list[str] | None = None) -> dict[str, str]:
 def takes_work(state: str) -> bool:
     """The one rule: only an active node starts an evaluation."""
     return state == ACTIVE
+
+
+def idle_reason(pool: str) -> str:
+    """Why a running search of ``pool`` gets nothing evaluated, when every live worker of the pool is drained
+    or paused (empty otherwise, and when no worker is live at all). The search's page shows it, and its loop
+    publishes each change of it (``webapp.control.shell``)."""
+    nodes = {s["node"] for s in transport.live_slots(pool)}
+    if not nodes:
+        return ""
+    found = states(sorted(nodes))
+    if any(takes_work(state) for state in found.values()):
+        return ""
+    words = ", ".join(f"{node} ({state})" for node, state in sorted(found.items()))
+    return (f"Every worker of the pool '{pool}' is drained or paused: {words}. Nothing is evaluated until one is "
+            "resumed (nodes page, or `manage.py node resume NODE`).")

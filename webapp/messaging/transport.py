@@ -314,6 +314,15 @@ def live_slots(pool: str | None = None) -> list[dict[str, Any]]:
     return slots
 
 
+def forget_run(search_id: int, individual_ids: list[int]) -> None:
+    """Individuals to be run again (a re-run): their start counts, done markers, heartbeats and prune requests
+    removed, so a worker runs them as new and counts their attempts from 1."""
+    keys = [key(search_id, pk) for pk in individual_ids
+            for key in (starts_key, done_key, heartbeat_key, prune_key)]
+    if keys:
+        client().delete(*keys)
+
+
 def forget_search(search_id: int) -> None:
     """Remove a deleted search's lists and markers."""
     redis_ = client()

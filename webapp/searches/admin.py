@@ -1,8 +1,8 @@
 """Django admin for every model of the engine: read mostly (the engine writes individuals and events)."""
 from django.contrib import admin
 
-from webapp.searches.models import (ArchiveRow, Event, Individual, NodeControl, Search, WeightGeneration, Weights,
-                                     WeightState, Worker)
+from webapp.searches.models import (ArchiveRow, Attempt, Event, Individual, NodeControl, Search, WeightGeneration,
+                                     Weights, WeightState, Worker)
 
 
 @admin.register(Search)
@@ -17,8 +17,8 @@ class SearchAdmin(admin.ModelAdmin):
 
 @admin.register(Individual)
 class IndividualAdmin(admin.ModelAdmin):
-    list_display = ("id", "search", "number", "status", "fitness", "operator", "node", "device", "duration")
-    list_filter = ("status", "operator", "node")
+    list_display = ("id", "search", "number", "status", "role", "fitness", "operator", "node", "device", "duration")
+    list_filter = ("status", "role", "operator", "node")
     search_fields = ("key", "description")
     raw_id_fields = ("search",)
 
@@ -47,6 +47,15 @@ class ArchiveRowAdmin(WrittenByTheLoop):
     list_display = ("id", "search", "kind", "index")
     list_filter = ("kind",)
     raw_id_fields = ("search",)
+
+
+@admin.register(Attempt)
+class AttemptAdmin(WrittenByTheLoop):
+    """Every start of an individual's evaluation and how it ended."""
+
+    list_display = ("id", "individual", "number", "run", "outcome", "reason", "node", "device", "started")
+    list_filter = ("outcome", "reason")
+    raw_id_fields = ("individual",)
 
 
 @admin.register(Weights)

@@ -8,7 +8,9 @@ checked once when the search is created or edited (through :func:`webapp.searche
  "data": {"input_size": 32, "validation_share": 0.2, "augment": false},   # registered sets only: data_config
  "training": {"epochs": 3, "batch_size": 64, ...},       # evaluators.budget.TrainingBudget
  "evaluation": {"mode": "train", "keep_weights": 5},     # or {"mode": "simulated", "duration": 1.0, ...}
- "pool": "eval"}                                         # the evaluation queue: eval or eval.<name>
+ "pool": "eval",                                         # the evaluation queue: eval or eval.<name>
+ "notify": {"webhook": "https://..."},                  # optional: webapp.searches.notify_config
+ "final": {"top": 2, "epochs": 20}}                      # absent: none (webapp.searches.final_config)
 ```
 The form, the JSON API and the ``search`` command all check it through ``check_config``. The values above are
 what a configuration that leaves them out gets (``webapp.searches.starter``: one small set for all three). Each field's default, bounds and choices are defined once, beside what uses them: the
@@ -32,7 +34,9 @@ from webapp.searches.checks import fields as _fields
 from webapp.searches.checks import number as _number
 from webapp.searches.checks import section as _section
 from webapp.searches.data_config import check_dataset
+from webapp.searches.final_config import check_final
 from webapp.searches.gang_config import check_gang_fields
+from webapp.searches.notify_config import check_notify
 from webapp.searches.kinds import SearchKind
 
 DISTRIBUTIONS = ("fixed", "lognormal", "uniform")
@@ -141,7 +145,7 @@ def check_architecture_config(data: dict[str, Any]) -> dict[str, Any]:
     """The configuration with every default filled in, or :class:`ConfigError` naming the first bad field."""
     # "registered" is the server's (webapp.services.datasets.resolve_dataset), looked up again on every check
     data = starter.fill({key: value for key, value in data.items() if key not in ("kind", "registered")})
-    allowed = ["data", "dataset", "evaluation", "pool", "pruner", "space", "strategy", "training"]
+    allowed = ["data", "dataset", "evaluation", "final", "notify", "pool", "pruner", "space", "strategy", "training"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:
         raise ConfigError(str(unknown[0])[:100], f"unknown field; the fields are {', '.join(allowed)}")
@@ -173,8 +177,12 @@ def check_architecture_config(data: dict[str, Any]) -> dict[str, Any]:
         "training": check_training(data.get("training")),
         "evaluation": check_evaluation(data.get("evaluation")),
         "pool": check_pool(data.get("pool", "eval")),
+        **check_notify(data.get("notify")),
     }
     _check_objectives_measured(checked["strategy"], checked["evaluation"])
+    final = check_final(data.get("final"), planned_evaluations(checked))
+    if final is not None:
+        checked["final"] = final
     try:
         pruner = pruner_config.check_pruner(data.get("pruner"), checked["training"]["epochs"])
     except pruner_config.PrunerConfigError as error:

@@ -69,7 +69,7 @@ def individual_event(individual: Individual) -> dict[str, Any]:
     return {
         "id": individual.pk, "number": individual.number, "status": individual.status, "fitness": individual.fitness,
         "key": individual.key, "description": individual.description, "generation": individual.generation,
-        "operator": individual.operator, "node": individual.node, "device": individual.device, "slot": individual.slot,
+        "operator": individual.operator, "role": individual.role, "node": individual.node, "device": individual.device, "slot": individual.slot,
         "failure": individual.failure, "attempts": individual.attempts,
         "params": (individual.metrics or {}).get("params"),
         "devices": (individual.metrics or {}).get("devices"),  # the gang it held (evalworker --gang), else None

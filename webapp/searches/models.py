@@ -1,8 +1,10 @@
 """Searches, their individuals, their events and the evaluation workers: fields only.
 
-Writes go through the services: a search's own control loop writes its individuals and its results
-(``webapp.control.recording``), the user's actions its status (``webapp.services.lifecycle``), the reaper the
-worker registry (``webapp.control.registry``), and both the events (``webapp.searches.broadcast``).
+Writes go through the services: a search's own control loop writes its individuals, their attempts and its
+results (``webapp.control.recording``, ``webapp.control.attempts``), the user's actions its status
+(``webapp.services.lifecycle``), the reaper the worker registry (``webapp.control.registry``), and both the events
+(``webapp.searches.broadcast``). One user action touches individuals: a re-run puts failed ones back in the
+queue (``webapp.services.reruns``), under the search row's lock that every write of the loop takes.
 """
 from __future__ import annotations
 
@@ -59,6 +61,10 @@ class Individual(models.Model):
 
     FINAL = (Status.DONE, Status.PRUNED, Status.FAILED)
 
+    class Role(models.TextChoices):
+        SEARCH = "search", "search"  # a candidate the strategy asked for
+        FINAL = "final", "final"  # a top genome retrained from scratch once the search ended (``final``)
+
     search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="individuals")
     number = models.PositiveIntegerField(help_text="The strategy's candidate id: 0, 1, 2, ... in the order asked.")
     genome = models.JSONField()
@@ -67,8 +73,15 @@ class Individual(models.Model):
     generation = models.PositiveIntegerField(default=0)
     parents = models.JSONField(default=list, blank=True, help_text="Keys of the parents (none for a sample).")
     operator = models.CharField(max_length=32, default="sample", help_text="sample, mutation, crossover, ...")
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.SEARCH, db_index=True,
+                            help_text="search: asked by the strategy; final: a final run (webapp.control.final), "
+                            "never told to the strategy.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="How many times a worker started it.")
+    reruns = models.PositiveSmallIntegerField(default=0, help_text="How many times its owner re-ran it after it "
+                                              "failed (the strategy was told its first outcome only).")
+    attempt_base = models.PositiveSmallIntegerField(default=0, help_text="Attempts made before its latest re-run: "
+                                                    "a worker counts the re-run's attempts from 1 again.")
     fitness = models.FloatField(null=True, blank=True, db_index=True)
     metrics = models.JSONField(default=dict, blank=True, help_text="Accuracy, params, FLOPs, latency, timings ...")
     curve = models.JSONField(default=list, blank=True, help_text="Loss and accuracy per epoch.")
@@ -97,6 +110,42 @@ class Individual(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.number} of search {self.search_id} ({self.status})"
+
+
+class Attempt(models.Model):
+    """One start of an individual's evaluation and how it ended: ``ok`` (a result), ``pruned``, ``failed`` (a
+    failed result, or no worker could run it) or ``lost`` (its worker died under it; it was sent again). Written
+    by the search's loop with the individual (``webapp.control.attempts``); ``Individual.attempts`` counts them."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "ok"
+        PRUNED = "pruned", "pruned"
+        FAILED = "failed", "failed"
+        LOST = "lost", "lost"
+
+    individual = models.ForeignKey(Individual, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveSmallIntegerField(help_text="1, 2, ... in the order the workers started them.")
+    run = models.PositiveSmallIntegerField(default=0, help_text="0 for the search's own run, n for its n-th re-run.")
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    reason = models.CharField(max_length=32, blank=True, help_text="oom, error, worker_lost, ... (empty when ok).")
+    kind = models.CharField(max_length=100, blank=True, help_text="The exception's type, when it raised one.")
+    message = models.TextField(blank=True, help_text="The exception's message, or what happened, in words.")
+    traceback = models.TextField(blank=True, help_text="The last lines of its traceback, paths outside the "
+                                 "project cut (evaluators.failure_text).")
+    node = models.CharField(max_length=200, blank=True)
+    device = models.CharField(max_length=32, blank=True)
+    slot = models.CharField(max_length=250, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True, help_text="Seconds the worker reported (none when lost).")
+    peak_memory_bytes = models.PositiveBigIntegerField(null=True, blank=True, help_text="When it was measured.")
+
+    class Meta:
+        ordering = ["individual", "number"]
+        constraints = [models.UniqueConstraint(fields=["individual", "number"], name="unique_attempt_number")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of individual {self.individual_id} ({self.outcome})"
 
 
 class Weights(models.Model):

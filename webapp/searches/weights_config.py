@@ -11,7 +11,8 @@ share it.
  "weights": {"algorithm": "openai_es", "population": 64, "sigma": 0.05, "mirrored": true, "optimizer": "adam",
              "learning_rate": 0.03, "fitness": "loss", "batch_size": 256, "generations": 200, "method": "cu",
              "seed": 0},
- "pool": "eval"}
+ "pool": "eval",
+ "notify": {"webhook": "https://..."}}                 # optional: webapp.searches.notify_config
 ```
 The checked configuration also holds ``parameters``, the network's size (counted here, never taken as given).
 ``best_of`` is resolved here, once, into the genome and space of that search's best finished individual (kept
@@ -31,6 +32,7 @@ from webapp.searches.checks import choice as _choice
 from webapp.searches.checks import number as _number
 from webapp.searches.checks import section as _section
 from webapp.searches.kinds import SearchKind, kind_of
+from webapp.searches.notify_config import check_notify
 
 OPTIMIZERS = ("adam", "sgd")
 FITNESS = ("loss", "accuracy")
@@ -55,7 +57,8 @@ FINE_TUNING: dict[str, float] = {"sigma": 0.01, "learning_rate": 0.001}
 
 def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
     """A weight search's configuration with its defaults, or ``ConfigError`` naming the first bad field."""
-    allowed = ["kind", "network", "dataset", "weights", "pool", "parameters"]  # parameters: derived, recounted
+    # parameters: derived, recounted
+    allowed = ["kind", "network", "dataset", "weights", "pool", "notify", "parameters"]
     unknown = sorted(set(data) - set(allowed), key=str)
     if unknown:
         raise ConfigError(str(unknown[0])[:100], f"unknown field for a weight search; the fields are "
@@ -86,7 +89,8 @@ def check_weights_config(data: dict[str, Any]) -> dict[str, Any]:
     except NetworkError as error:
         raise ConfigError(f"network.{error.field}", str(error)) from None
     return {"kind": "weights", "network": network, "dataset": dataset, "weights": checked,
-            "parameters": parameters, "pool": check_pool(data.get("pool", "eval"))}
+            "parameters": parameters, "pool": check_pool(data.get("pool", "eval")),
+            **check_notify(data.get("notify"))}
 
 
 def resolve_network(network: Any) -> Any:

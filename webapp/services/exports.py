@@ -4,9 +4,10 @@
 - :func:`individuals_csv`: one row per individual, a stable header in the spirit of optuna-dashboard's export
   (``number, state, fitness, genome_*, metric_*, timing_*`` then where and when it ran, and its parents; last, a
   gang's gradient traffic: ``compression``, ``bytes_sent`` and ``bytes_dense`` of all its ranks over the whole
-  evaluation, ``kept``).
+  evaluation, ``kept``; then ``role``: ``search``, or ``final`` for a final run, ``final``'s retraining).
 - :func:`events_jsonl`: the search's event log, one JSON object per line.
-- :func:`best_zip`: the best k architectures, each as genome JSON, standalone PyTorch source, trained weights
+- :func:`best_zip`: the best k architectures (a search with final runs: those first, the best of them is its
+  result), each as genome JSON, standalone PyTorch source, trained weights
   where kept (``evaluation.keep_weights``, see ``webapp.control.kept``) and ONNX (with those weights); all
   but the genome from ``evaluators.model_source`` when it is installed.
 """
@@ -32,10 +33,10 @@ log = logging.getLogger(__name__)
 #: Metrics first in this order when present; any other metric follows in alphabetical order.
 KNOWN_METRICS = ("accuracy", "params", "flops", "latency_ms", "peak_memory_bytes")
 TIMINGS = ("build", "train", "validate", "total")
-TAIL = ("node", "device", "slot", "attempts", "generation", "operator", "parents", "parent_numbers", "key",
+TAIL = ("node", "device", "slot", "attempts", "reruns", "generation", "operator", "parents", "parent_numbers", "key",
         "description", "failure", "message", "created", "dispatched", "started", "finished", "duration",
         "packet_bytes", "epochs_trained", "predicted_fitness", "prune_reason", "compression", "bytes_sent",
-        "bytes_dense", "kept")
+        "bytes_dense", "kept", "role")
 #: A gang's gradient traffic (``evaluators.ranks.Gang.traffic``): columns of their own, blank off a gang.
 TRAFFIC = ("compression", "bytes_sent", "bytes_dense", "kept")
 
@@ -82,7 +83,7 @@ def individuals_csv(search: Search, out: TextIO) -> int:
         times = values.get("timings") if isinstance(values.get("timings"), dict) else {}
         tail = {
             "node": individual.node, "device": individual.device, "slot": individual.slot,
-            "attempts": individual.attempts, "generation": individual.generation, "operator": individual.operator,
+            "attempts": individual.attempts, "reruns": individual.reruns, "generation": individual.generation, "operator": individual.operator,
             "parents": ";".join(individual.parents),
             "parent_numbers": ";".join(str(number_by_key[k]) for k in individual.parents if k in number_by_key),
             "key": individual.key, "description": individual.description, "failure": individual.failure,
@@ -97,6 +98,7 @@ def individuals_csv(search: Search, out: TextIO) -> int:
             "prune_reason": (individual.prune or {}).get("reason", ""),
             # a gang's bytes sent by all its ranks over the whole evaluation, and what dense AllReduce would send
             **{name: "" if values.get(name) is None else values[name] for name in TRAFFIC},
+            "role": individual.role,  # final: a final run (the search's top genomes retrained, ``final``)
         }
         writer.writerow(
             [individual.number, individual.status, "" if individual.fitness is None else individual.fitness]
@@ -227,8 +229,14 @@ def held_out_line(search: Search, individual: Individual) -> str:
 
 def _readme(search: Search, best: list[Individual]) -> str:
     lines = [f"The {len(best)} best architectures of search #{search.pk} {search.name!r}, best first.", ""]
+    final = (search.config or {}).get("final")
+    if any(i.role == Individual.Role.FINAL for i in best):
+        lines += [f"Final runs first: the search's top {final['top']} genomes retrained from scratch for "
+                  f"{final['epochs']} epochs once it ended; the best of them, rank01, is the search's result.", ""]
     for rank, individual in enumerate(best, start=1):
-        lines.append(f"rank{rank:02d}_n{individual.number}: fitness {individual.fitness:.6g}  {individual.description}")
+        what = f"final run of #{_retrained(search, individual)}, " if individual.role == Individual.Role.FINAL else ""
+        lines.append(f"rank{rank:02d}_n{individual.number}: {what}fitness {individual.fitness:.6g}  "
+                     f"{individual.description}")
         if held_out_line(search, individual):
             lines.append("    " + held_out_line(search, individual).strip())
     if not best:
@@ -238,6 +246,13 @@ def _readme(search: Search, best: list[Individual]) -> str:
               "whose files the search kept (evaluation.keep_weights) weights.pt, the trained weights, and",
               "model.onnx, the same network with them."]
     return "\n".join(lines) + "\n"
+
+
+def _retrained(search: Search, run: Individual) -> str:
+    """The number of the search's individual a final run retrained (the first of that genome)."""
+    number = (Individual.objects.filter(search=search, key=run.key, role=Individual.Role.SEARCH)
+              .order_by("number").values_list("number", flat=True).first())
+    return "?" if number is None else str(number)
 
 
 def best_zip(search: Search, k: int, out: BinaryIO) -> list[str]:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from webapp.searches import accounting, broadcast
 from webapp.messaging import dispatch, transport
+from webapp.notifications import outbox
 from webapp.searches.config import (ConfigError, check_config, check_dataset_installed, check_sources_visible,
                                     planned_evaluations)
 from webapp.services import queries
@@ -72,7 +73,8 @@ def update_draft(search: Search, name: Any, config: Any) -> Search:
     return search
 
 
-def _start_loop(search: Search) -> None:
+def start_loop(search: Search) -> None:
+    """The search's loop starts once the caller's transaction commits."""
     transport.set_stopped(search.pk, False)
     transaction.on_commit(lambda: dispatch.start_loop(search.pk))
 
@@ -93,7 +95,7 @@ def launch(search: Search) -> Search:
             raise ActionError(f"Only a draft search can be launched; this one is {search.status}.")
         search.status, search.started = Search.Status.RUNNING, now
         broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "launched"})
-        _start_loop(search)
+        start_loop(search)
     return search
 
 
@@ -113,7 +115,9 @@ def stop(search: Search) -> Search:
             accounting.end_period(row.stats, time.time())
         Search.objects.filter(pk=search.pk).update(status=search.status, status_reason=search.status_reason,
                                                    stats=row.stats)
-        broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": search.status_reason})
+        ended = broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": search.status_reason})
+        if search.status == Search.Status.STOPPED:  # ended here (a live loop announces its own end)
+            outbox.search_ended(search, ended.seq)
     return search
 
 
@@ -124,7 +128,7 @@ def resume(search: Search) -> Search:
         Search.objects.filter(pk=search.pk).update(status=Search.Status.RUNNING, status_reason="")
         search.status, search.status_reason = Search.Status.RUNNING, ""
         broadcast.notify(search.pk, "search.status", {"status": search.status, "reason": "resumed"})
-        _start_loop(search)
+        start_loop(search)
     return search
 
 

@@ -97,14 +97,5 @@ def node_rows(slots: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]
 
 
 def idle_reason(pool: str) -> str:
-    """Why a running search of ``pool`` gets nothing evaluated, when every live worker of the pool is drained
-    or paused (empty otherwise)."""
-    nodes = {s["node"] for s in transport.live_slots(pool)}
-    if not nodes:
-        return ""
-    states = node_state.states(sorted(nodes))
-    if any(node_state.takes_work(state) for state in states.values()):
-        return ""
-    words = ", ".join(f"{node} ({state})" for node, state in sorted(states.items()))
-    return (f"Every worker of the pool '{pool}' is drained or paused: {words}. Nothing is evaluated until one is "
-            "resumed (nodes page, or `manage.py node resume NODE`).")
+    """Why a running search of ``pool`` gets nothing evaluated (``webapp.messaging.node_state.idle_reason``)."""
+    return node_state.idle_reason(pool)

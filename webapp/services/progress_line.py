@@ -34,3 +34,15 @@ def progress_line(status: str, done: int, total: int, best: float | None, summar
     if summary.get("failed"):
         parts.append(f"failed {summary['failed']}")
     return " | ".join(parts)
+
+
+def final_text(final: dict[str, Any] | None) -> str:
+    """``final 1/2 done, best 0.9712``: the final training's runs finished and its result (``final_runs.summary``);
+    empty for a search without one."""
+    if not final:
+        return ""
+    if final["state"] == "waiting":
+        return f"final {final['top']} x {final['epochs']} epochs after the search"
+    ended = sum(1 for run in final["runs"] if run["status"] in ("done", "pruned", "failed"))
+    best = "" if final["best"] is None else f", best {final['best']['fitness']:.4f}"
+    return f"final {ended}/{len(final['runs'])} done{best}"

@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
-from webapp.searches import accounting
+from webapp.searches import accounting, final_runs
 from webapp.searches.models import Individual, Search
 from webapp.searches.broadcast import individual_event
 
@@ -58,14 +58,17 @@ def search_row(search: Search) -> dict[str, Any]:
 
 
 def search_detail(search: Search) -> dict[str, Any]:
+    """The API's search: its row, configuration, accounting, best, and its final training where it has one
+    (``final_runs.summary``: each final run's state and accuracy, and the best run, the search's result)."""
+    final = final_runs.summary(search)
     return {**search_row(search), "config": search.config, "summary": accounting.summary(search.stats),
-            "best": search.best}
+            "best": search.best, **({"final": final} if final is not None else {})}
 
 
 #: The columns ``individual_event`` reads. It reads them as attributes, so plain rows of these give the same
 #: dicts without building a model instance per row, and of the metrics (timings, curves' summaries ...) only
 #: the one it shows is read out of the JSON: together half of a big snapshot's build.
-EVENT_COLUMNS = ("id", "number", "status", "fitness", "key", "description", "generation", "operator", "node",
+EVENT_COLUMNS = ("id", "number", "status", "fitness", "key", "description", "generation", "operator", "role", "node",
                  "device", "slot", "failure", "attempts", "dispatched", "started", "finished", "duration")
 
 
@@ -203,7 +206,7 @@ def individuals_page(search: Search, params) -> IndividualPage:
     if field == "fitness":  # failed ones (no fitness) last either way
         order[0] = F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
     # Plain rows, and of the JSON only the metrics shown: no model instances, no genome, curve or timings.
-    chunk = _plain(rows, ("params", *ROW_METRICS), "parents", "message").order_by(*order)
+    chunk = _plain(rows, ("params", *ROW_METRICS), "parents", "message", "attempt_base").order_by(*order)
     chunk = chunk[(page - 1) * per_page : page * per_page]
     return IndividualPage([table_row(row, search.status) for row in chunk], total, page, pages, per_page, sort,
                           filters)
@@ -213,16 +216,19 @@ def individuals_page(search: Search, params) -> IndividualPage:
 PAUSED = (Search.Status.STOPPING, Search.Status.STOPPED, Search.Status.FAILED)
 
 
-def shown_state(status: str, dispatched: Any, search_status: str, attempts: int = 0) -> str:
+def shown_state(status: str, dispatched: Any, search_status: str, attempts: int = 0, base: int = 0) -> str:
     """An individual's state as a person reads it: ``not sent`` for queued work that no worker will run until
     the search is resumed (a stopped search's queue); ``lost, retrying (attempt n)`` for one whose last attempt
     was lost with its worker and that waits to run again; ``running (attempt n)`` from the second attempt on; else
     its status. In a running search a queued individual not yet handed to the queue (just created, or skipped
-    before a resume) is ``queued``: its loop sends it."""
+    before a resume) is ``queued``: its loop sends it. A failed individual its owner re-ran (``base``: the attempts
+    it made before) is ``re-run queued (attempt n)`` until it starts."""
     if status == Individual.Status.QUEUED and search_status in PAUSED:
         return "not sent"
-    if status == Individual.Status.QUEUED and attempts:
+    if status == Individual.Status.QUEUED and attempts > base:
         return f"lost, retrying (attempt {attempts + 1})"
+    if status == Individual.Status.QUEUED and attempts:
+        return f"re-run queued (attempt {attempts + 1})"
     if status == Individual.Status.RUNNING and attempts > 1:
         return f"running (attempt {attempts})"
     return status
@@ -232,8 +238,8 @@ def table_row(row: dict[str, Any], search_status: str = Search.Status.RUNNING) -
     """A row of the individuals table from a plain row (:func:`individuals_page`): the event's fields, its
     state as shown, some metrics, the parents and the failure's whole message (the table shortens it on screen)."""
     shown = {name: row.get(f"metric.{name}") for name in ROW_METRICS}
-    parents, message = row.pop("parents"), row.pop("message")
-    state = shown_state(row["status"], row["dispatched"], search_status, row["attempts"] or 0)
+    parents, message, base = row.pop("parents"), row.pop("message"), row.pop("attempt_base", 0)
+    state = shown_state(row["status"], row["dispatched"], search_status, row["attempts"] or 0, base or 0)
     return {**_event(row), "state": state, **shown, "parents": parents, "message": message}
 
 

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "webapp.stack",
     "webapp.searches",
     "webapp.datasets",
+    "webapp.notifications",
     "webapp.dashboard",
 ]
 
@@ -263,6 +264,7 @@ CELERY_TASK_ROUTES = {
     "webapp.stack.tasks.ping": {"queue": "eval"},
     "webapp.control.tasks.run_search": {"queue": "control"},
     "webapp.worker.tasks.evaluate_batch": {"queue": "eval"},  # the loop names the search's pool queue
+    "webapp.notifications.tasks.send_webhook": {"queue": "notify"},  # the control worker serves it too
 }
 # A message on our queues that Celery cannot route or read is refused once and removed, never a dead worker
 # (webapp.messaging.guard); the engine's tasks check their envelopes the same way (their Request class).
@@ -296,6 +298,22 @@ NAS_MAX_ATTEMPTS = env_int("NAS_MAX_ATTEMPTS", 3)
 NAS_TASK_KEY = env_str("NAS_TASK_KEY", "")
 # The longest the loop blocks waiting for a result before it checks leases, staleness and stop requests.
 NAS_LOOP_WAIT = float(env_str("NAS_LOOP_WAIT", "1"))
+
+# ---------------------------------------------------------------------------------------------------------
+# Told when a search ends (webapp.notifications): webhooks, sent by a Celery task on the queue "notify".
+# ---------------------------------------------------------------------------------------------------------
+# Each call gives up after this many seconds (connect and answer each): a slow receiver never holds a worker.
+NAS_WEBHOOK_TIMEOUT = float(env_str("NAS_WEBHOOK_TIMEOUT", "5"))
+# A call that fails (no answer, or not 2xx) is retried this many times, after about 2, 4, 8... seconds (Celery's
+# retry_backoff, with jitter), each wait at most NAS_WEBHOOK_BACKOFF_MAX seconds. The tests shorten the waits.
+NAS_WEBHOOK_RETRIES = env_int("NAS_WEBHOOK_RETRIES", 6)
+NAS_WEBHOOK_BACKOFF = env_int("NAS_WEBHOOK_BACKOFF", 2)
+NAS_WEBHOOK_BACKOFF_MAX = env_int("NAS_WEBHOOK_BACKOFF_MAX", 600)
+# Signs the calls for the searches of a user who has no secret of their own (one is made when first needed
+# when this is empty too).
+NAS_WEBHOOK_SECRET = env_str("NAS_WEBHOOK_SECRET", "")
+# The dashboard's address as its users reach it: the payload's link to the search's page.
+NAS_PUBLIC_URL = env_str("NAS_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 LOGGING = {
     "version": 1,

@@ -1,4 +1,5 @@
-"""``python3 manage.py controlworker``: the Celery worker that runs the search loops (queue ``control``)."""
+"""``python3 manage.py controlworker``: the Celery worker that runs the search loops (queue ``control``) and sends
+the webhooks of ended searches (queue ``notify``, ``webapp.notifications.tasks``)."""
 import socket
 
 from django.core.management.base import BaseCommand
@@ -24,8 +25,9 @@ class Command(BaseCommand):
         quiet_root_warning()  # started as root by up (webapp.stack.privileges)
         app.worker_main([
             "worker",
-            "--queues", "control",
-            "--include", "webapp.control.tasks",  # this process's tasks only (the others send them by name)
+            "--queues", "control,notify",
+            # this process's tasks only (the others send them by name)
+            "--include", "webapp.control.tasks,webapp.notifications.tasks",
             "--hostname", f"control@{options['node']}",
             "--concurrency", str(options["concurrency"]),
             "--loglevel", options["loglevel"],

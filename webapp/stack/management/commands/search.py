@@ -1,4 +1,4 @@
-"""``python manage.py search create|edit|launch|watch|stop|resume|clone|list|export``: searches from a terminal.
+"""``python manage.py search create|edit|launch|watch|stop|resume|rerun|clone|list|export``: searches from a terminal.
 
     python manage.py search create --name digits-chain --config search.json --set strategy.params.max_evaluations=30
     python manage.py search edit 7 --set training.epochs=1   # a draft (a clone too), until it is launched
@@ -6,6 +6,7 @@
     python manage.py search watch 7          # live progress bar until the search ends (Ctrl-C leaves it running)
     python manage.py search stop 7
     python manage.py search resume 7
+    python manage.py search rerun 7 --individual 12   # a failed individual again (every failed one without it)
     python manage.py search export 7 --out results/7 --best 5
 
 A thin layer over ``webapp.services.lifecycle`` and ``webapp.services.exports``: the same services the web pages
@@ -29,12 +30,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from webapp.searches import accounting
-from webapp.services import lifecycle
+from webapp.searches import accounting, final_runs
+from webapp.services import lifecycle, reruns
 from webapp.searches.config import ConfigError
 from webapp.searches.pruning_stats import describe as describe_pruning
 from webapp.searches.models import Search
-from webapp.services.progress_line import progress_line
+from webapp.services.progress_line import final_text, progress_line
 from webapp.stack.users import acting_user
 
 ENDED = (Search.Status.FINISHED, Search.Status.STOPPED, Search.Status.FAILED)
@@ -112,6 +113,12 @@ class Command(BaseCommand):
             action.add_argument("id", type=int)
             action.add_argument("--watch", action="store_true", help="then watch it to the end")
         commands.add_parser("stop", help="stop a running search (resumable)").add_argument("id", type=int)
+        rerun = commands.add_parser("rerun", help="re-run a failed individual, or every failed one")
+        rerun.add_argument("id", type=int)
+        rerun.add_argument("--individual", type=int, help="its number (default: every failed individual)")
+        rerun.add_argument("--extend", action="store_true",
+                           help="reopen a finished search to run them, past its spent budget")
+        rerun.add_argument("--watch", action="store_true", help="then watch it to the end")
         watch = commands.add_parser("watch", help="a live progress bar until the search ends")
         watch.add_argument("id", type=int)
         watch.add_argument("--interval", type=float, default=1.0, help="seconds between updates (default 1)")
@@ -148,7 +155,7 @@ class Command(BaseCommand):
         action = options["action"]
         try:
             return getattr(self, f"do_{action}")(options)
-        except (ConfigError, lifecycle.ActionError) as error:
+        except (ConfigError, lifecycle.ActionError, reruns.RerunError) as error:
             raise CommandError(str(error)) from None
         except DatabaseError as error:
             raise CommandError(f"the database is not ready ({error}): run `python3 manage.py migrate`, "
@@ -182,6 +189,13 @@ class Command(BaseCommand):
     def do_stop(self, options) -> None:
         search = lifecycle.stop(self.search(options["id"]))
         self.stdout.write(f"search {search.pk} is {search.status}: running evaluations finish and are kept")
+
+    def do_rerun(self, options) -> None:
+        search = self.search(options["id"])  # a terminal acts as the search's owner
+        done = reruns.rerun(search.owner, search, options["individual"], extend=options["extend"])
+        self.stdout.write(done.message)
+        if options["watch"]:
+            self.watch(search.pk, 1.0, None)
 
     def do_edit(self, options) -> None:
         search = self.search(options["id"])
@@ -238,6 +252,8 @@ class Command(BaseCommand):
                                      search.best_fitness, accounting.summary(search.stats))
                 pruned = describe_pruning(search.stats)  # early stopping: what it saved
                 line = f"{line} · {pruned}" if pruned else line
+                final = final_text(final_runs.summary(search))  # the final training, when it has one
+                line = f"{line} · {final}" if final else line
                 if line != last:
                     self.stdout.write(("\r" + line.ljust(len(last))) if live else line, ending="" if live else "\n")
                     self.stdout.flush()
