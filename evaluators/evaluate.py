@@ -24,6 +24,7 @@ from evaluators.datasets import load_dataset
 from evaluators.ranks import Ranks
 from evaluators.reporting import Report
 from evaluators.failure_text import describe
+from evaluators.held_out import held_out_spec
 from evaluators.result import PRUNED, EvaluationResult
 from evaluators.training import Diverged, Stopped, TimedOut, finite, fit, make_optimizer
 
@@ -94,7 +95,18 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, rank
 def _finish(model: torch.nn.Module, data: Any, device: torch.device, budget: TrainingBudget, report: dict[str, Any],
             genome: Any, space: Any, dataset: str, latency: dict[str, Any] | None, weights_to: BinaryIO | None,
             export_to: str | os.PathLike | None) -> None:
-    """What follows a training: inference latency (and the optimal schedule when asked), weights, exports."""
+    """What follows a training: the held-out test set's score (a search with ``data.test``), inference latency
+    (and the optimal schedule when asked), weights, exports."""
+    held_out = held_out_spec(dataset)
+    if held_out is not None:
+        from evaluators.held_out import score
+
+        mark = time.perf_counter()
+        try:
+            report["metrics"].update(score(model, held_out, data.normalization, device, budget))
+        except Exception as error:  # the evaluation itself succeeded; the held-out set is reported beside it
+            report["metrics"]["held_out_error"] = describe(error)[:500]
+        report["timings"]["held_out"] = time.perf_counter() - mark
     mark = time.perf_counter()
     report["metrics"]["latency_ms"] = measure.latency_ms(model, data.shape, device, budget.precision)
     report["timings"]["latency"] = time.perf_counter() - mark

@@ -31,7 +31,8 @@ class DataSetUnreadable(OSError):
     """The registered set cannot be read on this worker, or is not the set that was registered."""
 
 
-def _where() -> str:
+def where() -> str:
+    """This worker, as failure messages name it."""
     return f"worker {socket.gethostname()}"
 
 
@@ -51,7 +52,7 @@ def _read_folder(path: Path, classes: tuple[str, ...], channels: int, size: int)
     for label, name in enumerate(classes):
         folder = path / name
         if not folder.is_dir():
-            raise DataSetUnreadable(f"{_where()}: {folder} is missing (the class {name!r} was registered).")
+            raise DataSetUnreadable(f"{where()}: {folder} is missing (the class {name!r} was registered).")
         for file in data_files.image_files(folder):
             try:
                 with Image.open(file) as image:
@@ -86,9 +87,9 @@ def decoded(kind: str, path: str, digest: str, classes: tuple[str, ...], channel
     try:
         found = data_files.digest(path, kind)
     except OSError as error:
-        raise DataSetUnreadable(f"{_where()} cannot read the data set at {path}: {error}") from None
+        raise DataSetUnreadable(f"{where()} cannot read the data set at {path}: {error}") from None
     if found != digest:
-        raise DataSetUnreadable(f"{_where()}: the data set at {path} is not the one registered (digest "
+        raise DataSetUnreadable(f"{where()}: the data set at {path} is not the one registered (digest "
                                 f"{found[:12]}, registered {digest[:12]}): its files changed since registration.")
     if kind == "npz":
         return _read_npz(Path(path), classes, size)

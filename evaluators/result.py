@@ -25,7 +25,13 @@ FAILURES = {
     "error": "the evaluator raised an unexpected error (the message has it)",
     "worker_lost": "the worker died during every attempt",
     "malformed": "the worker sent a result the loop could not read",
+    "data_unreadable": "the worker can neither read the registered data set's path nor fetch it from the server",
 }
+
+
+#: Metrics on a held-out test set (``held_out_accuracy``, ``held_out_images``): recorded and reported, never an
+#: objective, so no strategy ranks by them.
+HELD_OUT = "held_out_"
 
 
 class MalformedResult(ValueError):
@@ -97,7 +103,7 @@ class EvaluationResult:
     def objectives(self) -> dict[str, float]:
         """The finite numeric metrics: what a multi-objective strategy may rank by."""
         return {name: float(value) for name, value in self.metrics.items()
-                if _finite_or_none(value) is not None}
+                if _finite_or_none(value) is not None and not name.startswith(HELD_OUT)}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (strict JSON: non-finite floats become ``None``), with the format's ``version``."""

@@ -95,6 +95,28 @@ def test_owner_scoping_and_search_config(root, users):
         lifecycle.create_search(users["owner"], "x", {**config, "dataset": "digits"})
 
 
+def test_a_held_out_set_must_match_and_be_usable(root, users):
+    from evaluators.result import EvaluationResult
+
+    datasets.register(users["owner"], "mine", str(root / "digits"))
+    datasets.register(users["owner"], "mine_test", str(root / "digits"))
+    datasets.register(users["staff"], "private", str(root / "digits"))
+    write_digit_folders(root / "three", classes=(1, 2, 3), per_class=3, corrupt=False)
+    datasets.register(users["owner"], "three", str(root / "three"))
+    config = {**CONFIG, "dataset": "mine", "data": {"test": "mine_test"}, "evaluation": {"mode": "train"}}
+    search = lifecycle.create_search(users["owner"], "held out", config)
+    assert search.config["data"]["test"] == "mine_test"
+    assert search.config["registered"]["held_out"]["name"] == "mine_test"
+    for test, message in (("three", "must have the classes and channels of mine"),
+                          ("private", "no registered data set 'private' that you may use"),
+                          ("mine", "must be another registered data set's name"), (3, "must be another")):
+        with pytest.raises(ConfigError, match=message):
+            lifecycle.create_search(users["owner"], "bad", {**config, "data": {"test": test}})
+    # Recorded, never an objective: no strategy ranks by the held-out figure.
+    result = EvaluationResult("ok", 0.9, metrics={"accuracy": 0.9, "held_out_accuracy": 0.8, "held_out_images": 9})
+    assert result.objectives() == {"accuracy": 0.9}
+
+
 def test_api(root, users, client):
     client.force_login(users["owner"])
     url = reverse("api-datasets")

@@ -46,3 +46,29 @@ def write_digit_npz(path: Path, per_class: int | None = None) -> Path:
         y.extend([label] * len(images))
     np.savez(path, x=np.concatenate(x), y=np.asarray(y))
     return path
+
+
+def truncate_one(root: Path) -> Path:
+    """Cut the first image of the first class folder short: a real PNG that no longer decodes (corrupt, listed and
+    skipped; a text file named .png is refused in an archive)."""
+    first = sorted(sorted(p for p in root.iterdir() if p.is_dir())[0].glob("*.png"))[0]
+    first.write_bytes(first.read_bytes()[:40])
+    return first
+
+
+def archive_folder(root: Path, target: Path, top: str | None = None) -> Path:
+    """``root``'s files in a ``.zip`` or ``.tar`` (by ``target``'s suffix), under a ``top`` folder if given."""
+    import tarfile
+    import zipfile
+
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    names = [(f, "/".join(filter(None, [top, f.relative_to(root).as_posix()]))) for f in files]
+    if target.suffix == ".zip":
+        with zipfile.ZipFile(target, "w") as archive:
+            for file, name in names:
+                archive.write(file, name)
+    else:
+        with tarfile.open(target, "w") as archive:
+            for file, name in names:
+                archive.add(file, name)
+    return target

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -52,7 +53,8 @@ def api_dataset(request: HttpRequest, name: str) -> JsonResponse:
 @require_GET
 def dataset_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/dataset_list.html",
-                  {"datasets": [datasets.dataset_row(d) for d in datasets.visible_datasets(request.user)]})
+                  {"datasets": [datasets.dataset_row(d) for d in datasets.visible_datasets(request.user)],
+                   "max_bytes": settings.NAS_DATASET_MAX_BYTES})
 
 
 @login_required
@@ -68,7 +70,10 @@ def dataset_detail(request: HttpRequest, name: str) -> HttpResponse:
 def _sample_file(found: DataSet, label: int, index: int) -> Path:
     if found.kind != "folder" or not 0 <= label < len(found.classes):
         raise Http404
-    files = data_files.image_files(Path(found.path) / found.classes[label])
+    root = Path(found.path)
+    skipped = {line.split(" (")[0] for line in found.corrupt}  # "relative/path.png (Error: ...)"
+    files = [f for f in data_files.image_files(root / found.classes[label])
+             if f.relative_to(root).as_posix() not in skipped]
     if not 0 <= index < min(SAMPLES, len(files)):
         raise Http404
     return files[index]

@@ -1,7 +1,8 @@
 from django.urls import path
 
-from webapp.dashboard import (api, architecture_form, assets, compare_views, dataset_views, downloads, node_views,
-                              notification_views, pages, rerun_views, weights_form, weights_pages)
+from webapp.dashboard import (api, architecture_form, assets, compare_views, dataset_transfer_views, dataset_views,
+                              downloads, node_views, notification_views, pages, rerun_views, weights_form,
+                              weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -34,6 +35,13 @@ urlpatterns = [
     path("datasets/<str:name>/samples/<int:label>/<int:index>.png", dataset_views.dataset_sample,
          name="dataset-sample"),
     path("api/datasets/", dataset_views.api_datasets, name="api-datasets"),
+    path("api/datasets/uploads/", dataset_transfer_views.api_upload_start, name="api-upload-start"),
+    path("api/datasets/uploads/<str:upload>/", dataset_transfer_views.api_upload_status, name="api-upload"),
+    path("api/datasets/uploads/<str:upload>/chunks/<int:index>/", dataset_transfer_views.api_upload_chunk,
+         name="api-upload-chunk"),
+    path("api/datasets/uploads/<str:upload>/finish/", dataset_transfer_views.api_upload_finish,
+         name="api-upload-finish"),
+    path("api/datasets/archives/<str:digest>/", dataset_transfer_views.api_archive, name="api-dataset-archive"),
     path("api/datasets/<str:name>/", dataset_views.api_dataset, name="api-dataset"),
     path("nodes/<str:node>/<str:action>/", node_views.node_action, name="node-action"),
     path("api/nodes/", node_views.api_nodes, name="api-nodes"),

@@ -21,6 +21,9 @@ class DataSet(models.Model):
     counts = models.JSONField(help_text="Readable images per class, in the order of classes.")
     sizes = models.JSONField(help_text="Image sizes found, \"WxH\" -> count, commonest first.")
     channels = models.PositiveSmallIntegerField(help_text="1 (grey) or 3 (colour).")
+    archive = models.CharField(max_length=1000, blank=True, default="",
+                               help_text="The archive workers fetch it as, by digest (the upload, or one made of "
+                                         "the path on a first fetch); empty until then.")
     corrupt = models.JSONField(default=list, blank=True, help_text="Files skipped: relative path and the error.")
     created = models.DateTimeField(auto_now_add=True)
 

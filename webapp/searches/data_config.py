@@ -2,11 +2,15 @@
 
 ```
 "dataset": "parts",                                               # a built-in's name, or a registered set's
-"data": {"input_size": 32, "validation_share": 0.2, "augment": false}   # registered sets only
+"data": {"input_size": 32, "validation_share": 0.2, "augment": false,  # registered sets only
+         "test": "parts_test"}                                    # optional: a held-out registered set
 ```
 ``input_size``: the side of the square the images are fitted to (resized so the shorter side is that, then
 centre cropped); ``validation_share``: the share of each class held out for validation, drawn by the training
-seed; ``augment``: random crops (padding of an eighth of the side) and horizontal flips while training. A
+seed; ``augment``: random crops (padding of an eighth of the side) and horizontal flips while training;
+``test``: a registered set with the same class names and channels, held out: the search never trains, validates
+or ranks on it; each trained network is scored on it once, after training (``held_out_accuracy``, a metric no
+strategy sees), and the Best zip's README states the best's figure, which its ``predict.py`` reproduces. A
 built-in set trains at its own size and split and takes no ``data`` section. Whether a registered name exists
 and may be used by the search's owner is checked by ``webapp.services.datasets.resolve_dataset`` (it needs the
 owner); what it adds (``registered``: path, digest, classes) never comes from a client. No torch here.
@@ -37,12 +41,15 @@ def check_dataset(data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError("data", f"applies to registered data sets only; {name} trains at its own size and "
                                       f"split")
         return {"dataset": name}
-    settings = section("data", data.get("data"), [*DATA_FIELDS, "augment"])
+    settings = section("data", data.get("data"), [*DATA_FIELDS, "augment", "test"])
     checked = fields("data", settings, DATA_FIELDS)
     augment = settings.get("augment", False)
     if not isinstance(augment, bool):
         raise ConfigError("data.augment", f"must be true or false (got {shown(augment)})")
-    return {"dataset": name, "data": {**checked, "augment": augment}}
+    test = settings.get("test")
+    if test is not None and (not isinstance(test, str) or not test or len(test) > 64 or test == name):
+        raise ConfigError("data.test", f"must be another registered data set's name, held out (got {shown(test)})")
+    return {"dataset": name, "data": {**checked, "augment": augment, **({"test": test} if test else {})}}
 
 
 def dataset_argument(config: dict[str, Any]) -> str | dict[str, Any]:

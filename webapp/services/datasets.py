@@ -21,6 +21,8 @@ from webapp.datasets.models import DataSet
 from webapp.searches.checks import ConfigError
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Names the API's paths use (``/api/datasets/uploads/``, ``/api/datasets/archives/``).
+RESERVED = ("uploads", "archives")
 NAME_RULE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
@@ -53,9 +55,39 @@ def check_name(name: Any) -> str:
         raise RegisterError(f"A data set's name must be {NAME_RULE} (got {str(name)[:100]!r}).")
     if name in DATASETS:
         raise RegisterError(f"{name} is a built-in data set's name; choose another.")
+    if name in RESERVED:
+        raise RegisterError(f"{name} names a part of the data-set API (/api/datasets/{name}/); choose another.")
     if DataSet.objects.filter(name=name).exists():
         raise RegisterError(f"The name {name} is already used by a registered data set; choose another.")
     return name
+
+
+def check_sharing(owner, shared: Any) -> bool:
+    if shared and not owner.is_staff:
+        raise RegisterError("Only staff may share a data set with every user.")
+    return bool(shared)
+
+
+def scanned(path: Path, shown: Any) -> Scan:
+    """The scan of the set at ``path``; :class:`RegisterError` naming ``shown`` when it is refused."""
+    try:
+        return scan(path)
+    except ScanError as error:
+        raise RegisterError(str(error).replace(str(path), str(shown))) from None
+    except OSError as error:
+        raise RegisterError(f"{shown} cannot be read here: {error}") from None
+
+
+def record(owner, name: str, shared: bool, path: Path, found: Scan, archive: str = "") -> DataSet:
+    """Save what the scan ``found`` as ``name``; :class:`RegisterError` when the name was taken meanwhile."""
+    try:
+        with transaction.atomic():
+            return DataSet.objects.create(
+                owner=owner, name=name, shared=shared, kind=found.kind, path=str(path), digest=found.digest,
+                classes=found.classes, counts=found.counts, sizes=found.sizes, channels=found.channels,
+                corrupt=found.corrupt, archive=archive)
+    except IntegrityError:  # registered under the same name by someone else meanwhile
+        raise RegisterError(f"The name {name} is already used by a registered data set; choose another.") from None
 
 
 def register(owner, name: Any, path: Any, shared: bool = False) -> DataSet:
@@ -63,23 +95,9 @@ def register(owner, name: Any, path: Any, shared: bool = False) -> DataSet:
     is taken or malformed, the path is outside the allowed roots, or the scan refuses the set
     (``evaluators.data_files.scan``: one class, an empty class, grey and colour mixed, no readable file)."""
     name = check_name(name)
-    if shared and not owner.is_staff:
-        raise RegisterError("Only staff may share a data set with every user.")
+    shared = check_sharing(owner, shared)
     resolved = allowed_path(path)
-    try:
-        found: Scan = scan(resolved)
-    except ScanError as error:
-        raise RegisterError(str(error)) from None
-    except OSError as error:
-        raise RegisterError(f"{path} cannot be read here: {error}") from None
-    try:
-        with transaction.atomic():
-            return DataSet.objects.create(
-                owner=owner, name=name, shared=bool(shared), kind=found.kind, path=str(resolved), digest=found.digest,
-                classes=found.classes, counts=found.counts, sizes=found.sizes, channels=found.channels,
-                corrupt=found.corrupt)
-    except IntegrityError:  # registered under the same name by someone else meanwhile
-        raise RegisterError(f"The name {name} is already used by a registered data set; choose another.") from None
+    return record(owner, name, shared, resolved, scanned(resolved, path))
 
 
 def dataset_row(dataset: DataSet) -> dict[str, Any]:
@@ -87,7 +105,8 @@ def dataset_row(dataset: DataSet) -> dict[str, Any]:
     return {"name": dataset.name, "owner": dataset.owner.username, "shared": dataset.shared, "kind": dataset.kind,
             "path": dataset.path, "digest": dataset.digest, "classes": dataset.classes, "counts": dataset.counts,
             "images": dataset.images, "imbalance": round(dataset.imbalance, 3), "sizes": dataset.sizes,
-            "channels": dataset.channels, "corrupt": dataset.corrupt, "created": dataset.created.isoformat()}
+            "channels": dataset.channels, "corrupt": dataset.corrupt,
+            "archive": Path(dataset.archive).name if dataset.archive else "", "created": dataset.created.isoformat()}
 
 
 def resolve_dataset(config: dict[str, Any], owner) -> dict[str, Any]:
@@ -102,6 +121,22 @@ def resolve_dataset(config: dict[str, Any], owner) -> dict[str, Any]:
         mine = ", ".join(visible_datasets(owner).values_list("name", flat=True)[:20]) or "none yet"
         raise ConfigError("dataset", f"there is no data set {name!r}: the built-in ones are {', '.join(DATASETS)}; "
                                      f"the registered ones you may use are {mine} (manage.py dataset add NAME PATH)")
-    registered = {"name": found.name, "kind": found.kind, "path": found.path, "digest": found.digest,
-                  "classes": found.classes, "channels": found.channels}
+    registered = description(found)
+    test = config["data"].get("test")
+    if test:
+        held = visible_datasets(owner).filter(name=test).first()
+        if held is None:
+            raise ConfigError("data.test", f"there is no registered data set {test!r} that you may use")
+        if held.classes != found.classes or held.channels != found.channels:
+            raise ConfigError("data.test", f"{test} must have the classes and channels of {name} (it has "
+                                           f"{', '.join(held.classes)[:200]} with {held.channels} channel(s); "
+                                           f"{name} has {', '.join(found.classes)[:200]} with {found.channels})")
+        registered["held_out"] = description(held)
     return {**config, "registered": registered}
+
+
+def description(found: DataSet) -> dict[str, Any]:
+    """What a worker needs to read the set (``evaluators.catalog``'s registered description, less the search's
+    data settings)."""
+    return {"name": found.name, "kind": found.kind, "path": found.path, "digest": found.digest,
+            "classes": found.classes, "channels": found.channels}

@@ -215,6 +215,18 @@ Score it on the raw images, as the search did (run in this folder; prints about 
 """
 
 
+def held_out_line(search: Search, individual: Individual) -> str:
+    """What the README says of the individual's score on the search's held-out test set (``data.test``)."""
+    test = (search.config.get("data") or {}).get("test")
+    metrics = individual.metrics or {}
+    if not test:
+        return ""
+    if "held_out_accuracy" not in metrics:
+        return f"\nHeld-out test set {test}: not scored ({metrics.get('held_out_error', 'no result')}).\n"
+    return (f"\nHeld-out test set {test} (never seen by the search): accuracy {metrics['held_out_accuracy']:.4f} "
+            f"on {metrics['held_out_images']} images; python predict.py on its class folders prints the same.\n")
+
+
 def _readme(search: Search, best: list[Individual]) -> str:
     lines = [f"The {len(best)} best architectures of search #{search.pk} {search.name!r}, best first.", ""]
     final = (search.config or {}).get("final")
@@ -225,6 +237,8 @@ def _readme(search: Search, best: list[Individual]) -> str:
         what = f"final run of #{_retrained(search, individual)}, " if individual.role == Individual.Role.FINAL else ""
         lines.append(f"rank{rank:02d}_n{individual.number}: {what}fitness {individual.fitness:.6g}  "
                      f"{individual.description}")
+        if held_out_line(search, individual):
+            lines.append("    " + held_out_line(search, individual).strip())
     if not best:
         lines.append("No individual has a result yet.")
     lines += ["", "Each folder: genome.json (the genome and its results), model.py (a standalone PyTorch network:",
@@ -263,7 +277,7 @@ def _write_architecture(archive: zipfile.ZipFile, prefix: str, search: Search, i
         script = _scoring_script(search, individual)
         if "predict.py" in files:
             script = ("\nPredict the class of each image under a folder (class folders also score it):\n\n"
-                      "    python predict.py FOLDER\n")
+                      "    python predict.py FOLDER\n" + held_out_line(search, individual))
         if script:
             files["README.txt"] = (f"{individual.description}\n" + script).encode()
     for name, data in files.items():

@@ -11,6 +11,11 @@
 | ``NAS_STATE_DIR`` | ``.state`` in the repository | the local database, Redis's AOF files, logs |
 | ``NAS_DATA_DIR`` | ``data`` in the repository | datasets (CIFAR-10, Fashion-MNIST) |
 | ``NAS_DATASET_ROOTS`` | ``NAS_DATA_DIR`` | folders (``os.pathsep``-separated) a registered data set's path must lie under |
+| ``NAS_DATASET_MAX_BYTES`` | 4 GiB | the largest data-set archive an upload may send, and unpack to |
+| ``NAS_UPLOAD_CHUNK_BYTES`` | 2 MiB (the most) | bytes per chunk of an upload |
+| ``NAS_SERVER_URL`` | ``http://127.0.0.1:8000`` | where a worker fetches a data set it cannot read by path |
+| ``NAS_DATA_FETCH`` | ``auto`` | ``auto``: a worker reads a set's path when it can, else fetches it; ``always``: fetches |
+| ``NAS_DATA_CACHE`` | ``NAS_DATA_DIR/cache`` | a worker host's fetched data sets, by digest |
 """
 from __future__ import annotations
 
@@ -29,6 +34,15 @@ DATA_DIR = Path(env_str("NAS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 # check), so nobody registers /etc: by default the data folder.
 NAS_DATASET_ROOTS = [str(Path(p).expanduser().resolve())
                      for p in env_str("NAS_DATASET_ROOTS", str(DATA_DIR)).split(os.pathsep) if p]
+# Uploads (webapp.services.uploads): an archive larger than this, or one that unpacks to more, is refused.
+NAS_DATASET_MAX_BYTES = env_int("NAS_DATASET_MAX_BYTES", 4 << 30)
+# Bytes per upload chunk: under DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB), so a chunk is an ordinary body.
+NAS_UPLOAD_CHUNK_BYTES = min(env_int("NAS_UPLOAD_CHUNK_BYTES", 2 << 20), 2 << 20)
+# Workers (webapp.worker.data_fetch): the web server they fetch a registered set's archive from, by digest, when
+# its path cannot be read on their host (or always, NAS_DATA_FETCH=always), into a per-host cache.
+NAS_SERVER_URL = env_str("NAS_SERVER_URL", "http://127.0.0.1:8000")
+NAS_DATA_FETCH = env_str("NAS_DATA_FETCH", "auto")
+NAS_DATA_CACHE = Path(env_str("NAS_DATA_CACHE", str(DATA_DIR / "cache"))).expanduser().resolve()
 
 # No default written here (anyone could read it): ``local`` makes a key per state folder, ``test`` uses fixed test
 # keys, ``production`` refuses to start without one.

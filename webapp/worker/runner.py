@@ -9,6 +9,8 @@ heartbeat, and push what happened to the search's loop. No database access here 
   reported ``skipped`` as well, its attempt not counted, and nothing of it is recorded;
 - each start counts an attempt; past ``NAS_MAX_ATTEMPTS`` (a genome that kills its worker every time) the
   individual fails with ``worker_lost`` without running again;
+- a worker that can neither read nor fetch the registered data set hands the individual back (``skipped``, its
+  attempt counted) so that another worker takes it; the last attempt fails with ``data_unreadable``;
 - OOM, divergence, timeouts and invalid genomes are results (failed, with a reason), never exceptions.
 """
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import Any
 from django.conf import settings
 
 from evaluators.failure_text import describe
+from evaluators.own_data import DataSetUnreadable
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, node_state, signing, transport
-from webapp.worker import artifacts, device_claims, hand_back, slots
+from webapp.worker import artifacts, data_fetch, device_claims, hand_back, slots
 from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
 
@@ -37,6 +40,11 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
     once by what keeps weights and exports (``artifacts``); ``report`` receives its intermediate values and may
     stop it (``evaluators.reporting``)."""
     evaluation = individual["evaluation"]
+    if evaluation.get("mode") != "simulated":
+        try:
+            individual = data_fetch.localised(individual)
+        except DataSetUnreadable as error:
+            return EvaluationResult.failed(data_fetch.FAILURE, str(error))
 
     def run(held: list[str]) -> EvaluationResult:
         if evaluation.get("mode") == "simulated":
@@ -114,6 +122,12 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
             result = EvaluationResult.failed("error", describe(error))
         finally:
             slots.set_current(None)
+        if result.failure == data_fetch.FAILURE and attempt < settings.NAS_MAX_ATTEMPTS:
+            # This host can neither read nor fetch the data set: handed back for another worker, the attempt
+            # counted (so a set no worker reaches fails after NAS_MAX_ATTEMPTS, with this message).
+            log.warning("individual %s of search %s handed back: %s", individual_id, search_id, result.message)
+            _push(messages.Skipped(origin, reason=result.message[:500]))
+            return "skipped"
     finished = time.time()
     _push(messages.Result(origin, attempt=attempt, started=started, finished=finished, duration=finished - started,
                           packet_bytes=packet_bytes, result=result))

@@ -2,6 +2,7 @@
 
     python manage.py dataset add parts /data/parts            # a folder of class folders of PNG/JPEG images
     python manage.py dataset add cells /data/cells.npz --shared --owner alice
+    python manage.py dataset add photos /data/photos.zip      # a .zip/.tar of class folders: unpacked, kept
     python manage.py dataset list
     python manage.py dataset show parts
 
@@ -16,8 +17,13 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.datasets.models import DataSet
-from webapp.services import datasets
+from evaluators.archives import SUFFIXES
+from webapp.services import datasets, uploads
 from webapp.stack.users import acting_user
+
+
+def is_archive(path: str) -> bool:
+    return path.lower().endswith(SUFFIXES)
 
 
 class Command(BaseCommand):
@@ -25,7 +31,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-        add = commands.add_parser("add", help="scan and register a folder of class folders or a .npz file")
+        add = commands.add_parser("add", help="scan and register a folder of class folders, a .npz file, or a "
+                                              ".zip/.tar of class folders (unpacked under NAS_DATA_DIR)")
         add.add_argument("name")
         add.add_argument("path")
         add.add_argument("--shared", action="store_true", help="usable by every user (the owner must be staff)")
@@ -38,9 +45,10 @@ class Command(BaseCommand):
         getattr(self, f"do_{options['action']}")(options)
 
     def do_add(self, options) -> None:
+        register = uploads.register_archive_path if is_archive(options["path"]) else datasets.register
         try:
-            found = datasets.register(acting_user(options["owner"], "--owner"), options["name"], options["path"],
-                                      options["shared"])
+            found = register(acting_user(options["owner"], "--owner"), options["name"], options["path"],
+                             options["shared"])
         except datasets.RegisterError as error:
             raise CommandError(str(error)) from None
         counts = ", ".join(f"{name} {count}" for name, count in zip(found.classes, found.counts))
