@@ -65,7 +65,7 @@ def test_the_finished_event_carries_the_curve_a_page_never_saw_grow():
     from webapp.searches.broadcast import finished_event
 
     individual = SimpleNamespace(pk=7, number=3, status="done", fitness=0.8, key="k", description="d", generation=0,
-                                 operator="", node="n", device="cpu", slot="n/cpu/0", failure="", attempts=1,
+                                 operator="", role="search", node="n", device="cpu", slot="n/cpu/0", failure="", attempts=1,
                                  metrics={}, dispatched=None, started=None, finished=None, duration=1.0,
                                  curve=[{"epoch": 1, "val_accuracy": 0.8, "val_loss": 0.4}, {"epoch": 2}])
     assert finished_event(individual)["curve"] == [[1, 0.8]]
