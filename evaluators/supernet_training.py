@@ -103,6 +103,7 @@ def train_supernet(space: Any, dataset: str, training: dict[str, Any] | Training
     """
     started = time.perf_counter()
     folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     timings = {"data": 0.0, "train": 0.0, "validate": 0.0, "probe": 0.0, "checkpoint": 0.0}
     budget = training if isinstance(training, TrainingBudget) else TrainingBudget.from_dict(training)
     space = as_space(space)
