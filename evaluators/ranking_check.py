@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from evaluators.budget import TrainingBudget
 from evaluators.builders import as_space
 from evaluators.evaluate import evaluate
 from evaluators.path_scoring import score_paths
@@ -30,7 +31,8 @@ def check_ranking(space: Any, dataset: str, training: dict[str, Any] | None, *,
     space = as_space(space)
     chosen = list(paths) if paths is not None else random_paths(space, seed, count)
     mark = time.perf_counter()
-    scored = score_paths(chosen, space, dataset, weights=weights, digest=digest, device=device)
+    split = TrainingBudget.from_dict(training).seed  # the validation split the stand-alone trainings use
+    scored = score_paths(chosen, space, dataset, weights=weights, digest=digest, device=device, seed=split)
     score_seconds = time.perf_counter() - mark
     rows, standalone_seconds = [], 0.0
     for path, score in zip(chosen, scored["results"]):
