@@ -18,6 +18,7 @@ from torch import nn
 
 from evaluators.blocks import BLOCKS, CELL_OPS
 from evaluators.builders import architecture, as_space
+from nas.oneshot.paths import path_for_step
 from nas.oneshot.support import check_supernet_space
 from nas.spaces import SearchSpace
 from nas.spaces.cell import EDGES, OPS
@@ -119,8 +120,6 @@ class PathSampling(nn.Module):
         self.eval_path: dict[str, Any] | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from nas.oneshot.paths import path_for_step
-
         if self.training:
             path = path_for_step(self.supernet.space, self.seed, self.step)
             self.step += 1
