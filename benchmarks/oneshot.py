@@ -21,7 +21,9 @@ wall time would count the other processes' load.
 Accuracies are on the validation split the searches select on (digits and synthetic have no other split here);
 both searches share it, so the comparison is fair but both finals are optimistic. Run from the repository root::
 
-    nice .venv/bin/python benchmarks/oneshot.py --datasets digits synthetic
+    nice .venv/bin/python benchmarks/oneshot.py --evaluations 50 --check-epochs 8
+    nice .venv/bin/python benchmarks/oneshot.py --datasets synthetic --output oneshot-synthetic --epochs 1 \
+        --evaluations 30 --check-epochs 1 --final-epochs 5 --supernet-epochs 8 --paths 60
 """
 from __future__ import annotations
 
