@@ -28,6 +28,10 @@ SLOPE_PRIOR = 1.5
 #: The efficiency curve assumed before measurements: 0.8 kept per device added to the gang, the middle (in log
 #: scale) of the candidates one meets: from 0.6 (small models, the AllReduce dominates) to 0.97 (large ones).
 PRIOR_PER_ADDED_DEVICE = 0.8
+#: The spread of durations (standard deviation of their log) assumed before measurements: the middle, in log scale,
+#: of the spreads one meets (0.3: one cell's candidates of similar size; 1.0: sizes over a decade). At 1.0 every
+#: first decision bet on long tails (gangs), which lost where candidates scale badly.
+PRIOR_SPREAD = 0.6
 #: How many measurements the prior spread counts for.
 SPREAD_WEIGHT = 4.0
 
@@ -46,7 +50,7 @@ class ThroughputModel:
     """
 
     def __init__(self, prior_duration: float = 60.0, prior_efficiency: EfficiencySpec = None,
-                 prior_weight: float = 0.0, decay: float = 0.02, prior_spread: float = 1.0) -> None:
+                 prior_weight: float = 0.0, decay: float = 0.02, prior_spread: float = PRIOR_SPREAD) -> None:
         if not (isinstance(prior_duration, (int, float)) and math.isfinite(prior_duration) and prior_duration > 0):
             raise ValueError(f"`prior_duration` must be a positive number of seconds (got {prior_duration!r})")
         if not 0 <= decay < 1:
