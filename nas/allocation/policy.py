@@ -164,7 +164,7 @@ class Allocator:
                       f"{'s' * (first > 1)}; measuring it costs an expected ~{end - soonest:,.0f} s on the "
                       f"remaining {_plural(work, 'candidate')} (~{end:,.0f} s against ~{soonest:,.0f} s)")
             return Allocation(host, first, reason, "probe", round(end, 1), rest)
-        others = [(value, pair) for pair, value in plans.items() if pair[0] != first]
+        others = [(value, pair) for pair, value in choices.items() if pair[0] != first]
         against = ""
         if others:
             value, (o_first, o_rest) = min(others)
