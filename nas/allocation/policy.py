@@ -8,9 +8,11 @@ the efficiency of each gang size, with a prior until there are data). It then pl
 ``first`` for this candidate, gangs of ``rest`` for every one after it" (each gang size the workers allow, for
 both), placing candidates in turn on the devices that free up first, over the same ``samples`` draws of the
 durations for every plan (lognormal with the measured spread; each gang size's efficiency drawn as uncertain as
-the model still is about it), and takes the plan with the soonest expected end;
-within ``tolerance`` of it, one whose first gang fits now, then one that treats this candidate like the rest, then
-the smaller gang (more evaluations per device-hour).
+the model still is about it), and takes, among the uniform plans (``first == rest``: a fixed split from here on;
+mixed ones only for the last candidate, or with ``uniform=False``), the one with the soonest expected end; within
+``tolerance`` of it, one whose gang fits now, then the smaller gang (more evaluations per device-hour). A mixed
+plan "1 now, 4 for the rest" taken at every dispatch fills each device as it frees and never runs the rest on 4.
+The search's running evaluations enter the model as censored durations (``ThroughputModel.running``).
 
 Why it is right across the range: the plans include "every candidate on ``g`` devices" for every size, so the
 choice is never expected to end later than the best fixed split would from here (a rollout of the fixed splits),
