@@ -42,10 +42,13 @@ def decide(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending
            allocator: Allocator | None = None) -> Allocation:
     """The allocation for the next candidate of ``search`` (its ``model``), from the published hosts: run ``here``
     (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known. The search's own
-    running evaluations (by their ``search`` field) fill ``pending.running``."""
+    running evaluations (by their ``search`` field) fill ``pending.running`` and enter the model as censored durations (at least
+    as long as they have run)."""
     hosts = [host_state(record, now, (free or {}).get(str(record["host"]))) for record in records]
-    if search is not None and not pending.running:
-        mine = tuple(int(r["gang"]) for record in records for r in record.get("running", ())
-                     if str(r.get("search")) == str(search))
-        pending = Pending(pending.waiting, pending.more, mine)
+    if search is not None:
+        mine = [(str(record["host"]), int(r["gang"]), now - float(r["started"]))
+                for record in records for r in record.get("running", ()) if str(r.get("search")) == str(search)]
+        model.running(mine)  # what they have run so far: durations of at least that long
+        if not pending.running:
+            pending = Pending(pending.waiting, pending.more, tuple(gang for _, gang, _ in mine))
     return (allocator or Allocator(model)).choose(hosts, pending, here)

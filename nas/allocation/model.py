@@ -15,6 +15,7 @@ whose candidates grow is followed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from nas.allocation.efficiency import EfficiencySpec, check_efficiency, efficiency
@@ -27,6 +28,10 @@ SLOPE_PRIOR = 1.5
 #: The efficiency curve assumed before measurements: 0.8 kept per device added to the gang, the middle (in log
 #: scale) of the candidates one meets: from 0.6 (small models, the AllReduce dominates) to 0.97 (large ones).
 PRIOR_PER_ADDED_DEVICE = 0.8
+#: The spread of durations (standard deviation of their log) assumed before measurements: the middle, in log scale,
+#: of the spreads one meets (0.3: one cell's candidates of similar size; 1.0: sizes over a decade). At 1.0 every
+#: first decision bet on long tails (gangs), which lost where candidates scale badly.
+PRIOR_SPREAD = 0.6
 #: How many measurements the prior spread counts for.
 SPREAD_WEIGHT = 4.0
 
@@ -45,7 +50,7 @@ class ThroughputModel:
     """
 
     def __init__(self, prior_duration: float = 60.0, prior_efficiency: EfficiencySpec = None,
-                 prior_weight: float = 0.0, decay: float = 0.02, prior_spread: float = 1.0) -> None:
+                 prior_weight: float = 0.0, decay: float = 0.02, prior_spread: float = PRIOR_SPREAD) -> None:
         if not (isinstance(prior_duration, (int, float)) and math.isfinite(prior_duration) and prior_duration > 0):
             raise ValueError(f"`prior_duration` must be a positive number of seconds (got {prior_duration!r})")
         if not 0 <= decay < 1:
@@ -64,6 +69,7 @@ class ThroughputModel:
         #: (host, gang) -> [weight, sum of x, sum of x^2, count], x = log of the one-device-equivalent seconds
         self._stats: dict[tuple[str, int], list[float]] = {}
         self._fit: tuple[float, dict[str, float], dict[int, float], float] | None = None
+        self._censored: tuple[tuple[str, int, float], ...] = ()
 
     def _equivalent(self, gang: int) -> float:
         return math.log(gang * efficiency(gang, self.prior_efficiency))
@@ -86,41 +92,76 @@ class ThroughputModel:
         stat[3] += 1
         self._fit = None
 
+    def running(self, entries: Sequence[tuple[str, int, float]]) -> None:
+        """The search's evaluations running now, each ``(host, gang, seconds it has run)``: each counts as one
+        duration of at least that long (censored), so the fit is not biased towards the candidates that happen to
+        end first (the short ones, and the ones on big gangs, which end sooner)."""
+        censored = tuple((str(h), int(g), float(t)) for h, g, t in entries if t > 0 and g >= 1)
+        if censored != self._censored:
+            self._censored = censored
+            self._fit = None
+
+    def _with_censored(self, m: float, b: dict[str, float], delta: float, variance: float
+                       ) -> dict[tuple[str, int], list[float]]:
+        """The statistics with each running evaluation's expected ``x`` and ``x^2`` given that it lasts at least as
+        long as it has run, under the current fit (one E step)."""
+        stats = {key: list(stat) for key, stat in self._stats.items()}
+        sd = math.sqrt(max(variance, 1e-6))
+        for host, gang, elapsed in self._censored:
+            mu = m + b.get(host, 0.0) + self._effect(gang, delta)
+            alpha = (math.log(elapsed) + self._equivalent(gang) - mu) / sd
+            survive = 0.5 * math.erfc(alpha / math.sqrt(2))
+            density = math.exp(-alpha * alpha / 2) / math.sqrt(2 * math.pi)
+            hazard = density / survive if survive > 1e-12 else max(alpha, 0.0)
+            first = mu + sd * hazard
+            second = mu * mu + 2 * mu * sd * hazard + variance * (1 + alpha * hazard)
+            stat = stats.setdefault((host, gang), [0.0, 0.0, 0.0, 0])
+            stat[0] += 1.0
+            stat[1] += first
+            stat[2] += second
+        return stats
+
     def _fitted(self) -> tuple[float, dict[str, float], float, float]:
         """(m, host effects, the log of how much better each added device scales than the prior, spread): a few
-        rounds of backfitting with shrinkage."""
+        rounds of backfitting with shrinkage; the running evaluations enter as censored durations (EM)."""
         if self._fit is not None:
             return self._fit
-        weight = sum(stat[0] for stat in self._stats.values())
         prior_var = self.prior_spread ** 2
-        if not weight:
+        if not any(stat[0] for stat in self._stats.values()):
             self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, 0.0, self.prior_spread)
             return self._fit
-        hosts = {h for h, _ in self._stats}
-        b = {h: 0.0 for h in hosts}
+        m = math.log(self.prior_duration) - prior_var / 2
+        b: dict[str, float] = {}
         delta = 0.0
         variance = prior_var
-        m0 = math.log(self.prior_duration) - prior_var / 2
-        for _ in range(6):
-            c = {g: self._effect(g, delta) for _, g in self._stats}
-            total = sum(s[1] - s[0] * (b[h] + c[g]) for (h, g), s in self._stats.items())
+        m0 = m
+        rounds = 12 if self._censored else 6
+        for round_ in range(rounds):
+            # censored durations join once a first fit of the finished ones exists
+            stats = self._with_censored(m, b, delta, variance) if self._censored and round_ >= 2 else self._stats
+            weight = sum(stat[0] for stat in stats.values())
+            hosts = {h for h, _ in stats}
+            for host in hosts:
+                b.setdefault(host, 0.0)
+            c = {g: self._effect(g, delta) for _, g in stats}
+            total = sum(s[1] - s[0] * (b[h] + c[g]) for (h, g), s in stats.items())
             m = (self.prior_weight * m0 + total) / (self.prior_weight + weight)
             # one slope for every gang size, fitted on the devices each adds (pooled: pairs inform quads), shrunk
             # towards the prior curve by how much the spread leaves it uncertain
-            rows = [(self._cost(g), s, b[h]) for (h, g), s in self._stats.items()]
+            rows = [(self._cost(g), s, b[h]) for (h, g), s in stats.items()]
             kbar = sum(k * s[0] for k, s, _ in rows) / weight
             lean = sum((k - kbar) * (s[1] - s[0] * bh) for k, s, bh in rows)
             spread_k = sum(s[0] * (k - kbar) ** 2 for k, s, _ in rows)
             if spread_k > 0:
                 delta = -lean / (spread_k + variance / SLOPE_PRIOR ** 2)
-            c = {g: self._effect(g, delta) for _, g in self._stats}
+            c = {g: self._effect(g, delta) for _, g in stats}
             shrink = variance / EFFECT_PRIOR ** 2
             for host in hosts:
-                rows_h = [(s, c[g]) for (h, g), s in self._stats.items() if h == host]
+                rows_h = [(s, c[g]) for (h, g), s in stats.items() if h == host]
                 n = sum(s[0] for s, _ in rows_h)
                 b[host] = sum(s[1] - s[0] * (m + cg) for s, cg in rows_h) / (n + shrink) if len(hosts) > 1 else 0.0
             squares = 0.0
-            for (h, g), s in self._stats.items():
+            for (h, g), s in stats.items():
                 mu = m + b[h] + c[g]
                 squares += max(0.0, s[2] - 2 * mu * s[1] + s[0] * mu * mu)
             variance = (SPREAD_WEIGHT * prior_var + squares) / (SPREAD_WEIGHT + weight)

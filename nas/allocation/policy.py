@@ -8,9 +8,11 @@ the efficiency of each gang size, with a prior until there are data). It then pl
 ``first`` for this candidate, gangs of ``rest`` for every one after it" (each gang size the workers allow, for
 both), placing candidates in turn on the devices that free up first, over the same ``samples`` draws of the
 durations for every plan (lognormal with the measured spread; each gang size's efficiency drawn as uncertain as
-the model still is about it), and takes the plan with the soonest expected end;
-within ``tolerance`` of it, one whose first gang fits now, then one that treats this candidate like the rest, then
-the smaller gang (more evaluations per device-hour).
+the model still is about it), and takes, among the uniform plans (``first == rest``: a fixed split from here on;
+mixed ones only for the last candidate, or with ``uniform=False``), the one with the soonest expected end; within
+``tolerance`` of it, one whose gang fits now, then the smaller gang (more evaluations per device-hour). A mixed
+plan "1 now, 4 for the rest" taken at every dispatch fills each device as it frees and never runs the rest on 4.
+The search's running evaluations enter the model as censored durations (``ThroughputModel.running``).
 
 Why it is right across the range: the plans include "every candidate on ``g`` devices" for every size, so the
 choice is never expected to end later than the best fixed split would from here (a rollout of the fixed splits),
@@ -97,11 +99,13 @@ class Allocator:
             spread evenly over the slots (their order hardly matters to the end).
         probe: a gang size measured fewer times than this is tried when that costs at most ``probe_cost`` of the
             expected end (the model learns a size's efficiency only by comparing it with another).
+        uniform: only plans that give this candidate the gang of the ones after it (the fixed splits from here);
+            ``False``: also "g for this one, r for the rest".
     """
 
     def __init__(self, model: ThroughputModel, tolerance: float = 0.01, samples: int = 32, seed: int = 0,
                  horizon: int = 8, explicit: int = 8, probe: int = 2, probe_cost: float = 0.1,
-                 **_ignored: Any) -> None:
+                 uniform: bool = True, **_ignored: Any) -> None:
         if not 0 <= tolerance < 1:
             raise ValueError(f"`tolerance` must be in [0, 1) (got {tolerance!r})")
         if samples < 1:
@@ -116,6 +120,7 @@ class Allocator:
         self.seed = seed
         self.probe = probe
         self.probe_cost = probe_cost
+        self.uniform = uniform
 
     def choose(self, hosts: Sequence[HostState], pending: Pending, here: str | None = None) -> Allocation:
         """The gang for the next waiting candidate, or a wait (``host`` None) when it should wait for devices.
@@ -140,8 +145,14 @@ class Allocator:
         plans = self.plans(hosts, sizes, work)
         if not plans:
             return Allocation(None, 0, "no gang fits the hosts", "wait")
-        soonest = min(plans.values())
-        good = [pair for pair, end in plans.items() if end <= soonest * (1 + self.tolerance)]
+        # the candidates: "gangs of g for this one and every one after it" (a fixed split from here on): a plan
+        # "1 now, 4 for the rest" taken at every dispatch fills each device as it frees and never runs the rest on
+        # 4, so it would be judged by a future it never gets; a mixed plan is taken only for the last candidate
+        choices = {pair: end for pair, end in plans.items() if pair[0] == pair[1] or work == 1 or not self.uniform}
+        if not choices:
+            choices = plans
+        soonest = min(choices.values())
+        good = [pair for pair, end in choices.items() if end <= soonest * (1 + self.tolerance)]
         # near-ties: a gang that fits now, then a plan that keeps its own rule (this one like the rest: choosing
         # "1 now, 4 for the rest" at every dispatch would never run the rest on 4), then the smaller gang
         first, rest = min(good, key=lambda pair: (self._place(hosts, pair[0]) is None, pair[0] != pair[1], pair))
@@ -155,7 +166,7 @@ class Allocator:
                       f"{'s' * (first > 1)}; measuring it costs an expected ~{end - soonest:,.0f} s on the "
                       f"remaining {_plural(work, 'candidate')} (~{end:,.0f} s against ~{soonest:,.0f} s)")
             return Allocation(host, first, reason, "probe", round(end, 1), rest)
-        others = [(value, pair) for pair, value in plans.items() if pair[0] != first]
+        others = [(value, pair) for pair, value in choices.items() if pair[0] != first]
         against = ""
         if others:
             value, (o_first, o_rest) = min(others)

@@ -262,3 +262,41 @@ def test_decide_is_the_allocator_on_the_published_cluster():
     hosts = [host_state(record, 10.0) for record in records]
     assert choice == Allocator(model).choose(hosts, Pending(2, 0), here="a")
     assert choice.host == "a"
+
+
+# --- censored durations and plans the allocator keeps ----------------------------------------------------------
+
+def test_running_evaluations_count_as_at_least_as_long_as_they_have_run():
+    # the short candidates end first: from the finished ones alone the search looks faster than it is
+    model = ThroughputModel(prior_duration=100.0, prior_spread=0.5)
+    for seconds in (40.0, 50.0, 60.0):
+        model.observe("h", 1, seconds)
+    finished_only = model.duration("h", 1)
+    model.running([("h", 1, 200.0)] * 6)
+    assert model.duration("h", 1) > 1.5 * finished_only
+    model.running([])
+    assert model.duration("h", 1) == pytest.approx(finished_only)
+
+
+def test_decide_feeds_the_searchs_running_evaluations_to_the_model():
+    model = ThroughputModel(prior_duration=100.0, prior_spread=0.5)
+    model.observe("a", 1, 50.0)
+    before = model.duration("a", 1)
+    records = [{"host": "a", "devices": 4, "sizes": [1, 2, 4],
+                "running": [running_entry(1, 1, 0.0, model, "a"), running_entry(1, 1, 0.0, model, "a"),
+                            running_entry("other", 1, 0.0, model, "a")]}]
+    decide(model, records, Pending(1, 3), now=400.0, here="a", search=1)
+    assert model._censored == (("a", 1, 400.0), ("a", 1, 400.0))  # its own only, other searches' are not its data
+    assert model.duration("a", 1) > before
+
+
+def test_a_gang_that_does_not_fit_yet_is_waited_for_not_filled_one_device_at_a_time():
+    # candidates that scale well with a wide spread: gangs of 4 for the rest. Running one on the device free now
+    # ("1 now, 4 for the rest") at every dispatch would never leave 4 free: it waits for them instead
+    model = ThroughputModel(prior_duration=100.0, prior_efficiency={"2": 0.99, "4": 0.97}, prior_spread=1.0)
+    for gang, seconds in ((1, 60.0), (1, 160.0), (2, 30.0), (2, 80.0), (4, 15.0), (4, 40.0)):
+        model.observe("h", gang, seconds)  # every size measured twice: no probe
+    busy = host(free=1, busy=(200.0, 200.0, 200.0), sizes=(1, 2, 4), devices=4)
+    choice = Allocator(model).choose([busy], Pending(1, 11))
+    assert (choice.host, choice.gang, choice.rest) == (None, 4, 4)
+    assert Allocator(model, uniform=False).choose([busy], Pending(1, 11)).gang == 1  # the mixed plan it avoids
