@@ -12,5 +12,8 @@ list of this host's devices for a data-parallel gang).
 - ``measure``: device, latency, peak memory; ``evaluate``: the entry point, failures as results;
   ``data_parallel`` + ``gang_rank``: a gang's ranks started and watched; ``lifetime``: children die with parents;
 - ``model_source``: the standalone ``model.py`` (no torch); ``model_files``: weights and ONNX;
-  ``simulated``: evaluation without training.
+  ``simulated``: evaluation without training;
+- one-shot search: ``supernet`` (the cell space's supernet, ``forward(x, path)``), ``supernet_training``
+  (Single Path One-Shot on ``fit``, checkpointed), ``path_scoring`` (BN recalibrated per path, by weights
+  digest), ``ranking_check`` (Kendall tau of supernet scores against stand-alone accuracies).
 """

@@ -1,0 +1,22 @@
+"""Weight-sharing (one-shot) search, the framework-free part: which spaces a supernet can hold, which path a
+supernet trains at each step, the search over paths, and the ranking check's statistic. The torch side (the
+supernet, its training, path scoring) is in ``evaluators.supernet*`` and ``evaluators.path_scoring``."""
+from __future__ import annotations
+
+from nas.oneshot.paths import path_for_step, probe_paths, random_paths
+from nas.oneshot.ranking import kendall_tau, ranking_summary, tau_interval
+from nas.oneshot.search import search_paths
+from nas.oneshot.support import SUPERNET_SPACES, check_supernet_space, supernet_support
+
+__all__ = [
+    "SUPERNET_SPACES",
+    "check_supernet_space",
+    "kendall_tau",
+    "path_for_step",
+    "probe_paths",
+    "random_paths",
+    "ranking_summary",
+    "search_paths",
+    "supernet_support",
+    "tau_interval",
+]
