@@ -264,6 +264,10 @@
     if (event.type === "search.final" || event.type === "search.status" || (event.data && event.data.role === "final")) {
       refreshFinalSoon();
     }
+    if (event.type === "search.oneshot" || event.type === "search.status" || event.type === "individual.progress" ||
+        event.type === "individual.finished") {
+      refreshOneshotSoon();
+    }
     NasTable.refreshSoon();
   }
 
@@ -276,6 +280,18 @@
     finalPanel.timer = setTimeout(async () => {
       finalPanel.timer = null;
       const response = await fetch(root.dataset.final);
+      if (response.ok) holder.innerHTML = await response.text();
+    }, 1000);
+  }
+
+  // --- a one-shot search's panel: phase, supernet curve, ranking check; reloaded from the server ---------------
+  const oneshotPanel = {timer: null};
+  function refreshOneshotSoon() {
+    const holder = document.getElementById("oneshot-panel");
+    if (!holder || !root.dataset.oneshot || oneshotPanel.timer) return;
+    oneshotPanel.timer = setTimeout(async () => {
+      oneshotPanel.timer = null;
+      const response = await fetch(root.dataset.oneshot);
       if (response.ok) holder.innerHTML = await response.text();
     }, 1000);
   }
