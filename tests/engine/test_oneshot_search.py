@@ -181,3 +181,37 @@ def test_a_tiny_oneshot_search_on_the_real_stack(stack, tmp_path):
 
 
 test_a_tiny_oneshot_search_on_the_real_stack = pytest.mark.integration(test_a_tiny_oneshot_search_on_the_real_stack)
+
+
+def test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint(stack):
+    """Stopped after the supernet's first epoch, the training is handed back at the end of an epoch (nothing
+    recorded as failed); resumed, it goes on from the checkpoint the worker left in Redis and the search ends."""
+    from tests.engine.conftest import finished, launched, wait_until
+    from webapp.searches import oneshot_state
+    from webapp.searches.models import Individual, Search
+    from webapp.services import lifecycle
+
+    config = {**TINY, "oneshot": {**TINY["oneshot"], "supernet": {"epochs": 4, "probes": 1}, "check_ranking": 0,
+                                  "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 4}}}}
+    config.pop("final")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.control()
+    search = launched("oneshot stop and resume", config)
+    wait_until(lambda: (s := oneshot_state.supernet(search.pk)) is not None and len(s.curve) >= 1, 400,
+               message="the supernet's first epoch")
+    lifecycle.stop(Search.objects.get(pk=search.pk))
+    stopped = wait_until(lambda: Search.objects.filter(pk=search.pk, status=Search.Status.STOPPED).first(), 400,
+                         message="search stopped")
+    supernet = oneshot_state.supernet(stopped)
+    assert supernet.status == Individual.Status.QUEUED and 1 <= len(supernet.curve) < 4, supernet.status
+    lifecycle.resume(stopped)
+    search = finished(search.pk, timeout=600)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    supernet = oneshot_state.supernet(search)
+    assert supernet.status == Individual.Status.DONE and supernet.metrics["resumed_from"] >= 1
+    assert [int(point["epoch"]) for point in supernet.curve] == [1, 2, 3, 4]
+    assert Individual.objects.filter(search=search, role="search", status=Individual.Status.DONE).count() == 4
+
+
+test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint = pytest.mark.integration(
+    test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint)
