@@ -149,6 +149,7 @@ def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["digits"])
+    parser.add_argument("--output", default="oneshot", help="results/<output>.md")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--cells", type=int, default=1)
     parser.add_argument("--stages", type=int, default=2)
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--check-epochs", type=int, default=4, help="stand-alone budget of the ranking check")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    report = Report("oneshot", "One-shot (weight-sharing) search vs regularized evolution",
+    report = Report(args.output, "One-shot (weight-sharing) search vs regularized evolution",
                     command_line(argv, "oneshot.py"))
     for dataset in args.datasets:
         run(dataset, args, report)
