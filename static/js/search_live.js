@@ -126,6 +126,8 @@
     drawRunning();
   }
 
+  const ROLE_TRACES = {final: "final runs", supernet: "supernet", check: "ranking check (stand-alone)"};
+
   function addPoint(p) {
     delete state.running[p.number];
     if (state.plotted.has(p.number) || p.finished === null) return;
@@ -134,8 +136,9 @@
     const failed = p.fitness === null;
     const label = nodeLabel(p);
     addNodeOption(label);
-    const final = p.role === "final";  // a final run (`final`): its own trace, never the search's "best so far"
-    queue("fitness", failed ? "failed" : (final ? "final runs" : label),
+    // a final run (`final`), a one-shot search's supernet or ranking check: their own trace, never "best so far"
+    const final = Boolean(p.role) && p.role !== "search";
+    queue("fitness", failed ? "failed" : (final ? (ROLE_TRACES[p.role] || p.role) : label),
           {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)], customdata: [p.number]},
           {type: "scattergl", mode: "markers",
            marker: failed ? {symbol: "x", color: "#c23b32"} : (final ? {symbol: "diamond", size: 10} : {size: 7}),
