@@ -215,3 +215,35 @@ def test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint(stack):
 
 test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint = pytest.mark.integration(
     test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint)
+
+
+def test_a_worker_lost_during_the_supernet_training_is_replaced_and_the_training_resumes(stack):
+    """The worker training the supernet is killed after an epoch: the other worker takes the training over (the
+    usual heartbeat rules) and resumes from the checkpoint the dead one left in Redis."""
+    from tests.engine.conftest import finished, launched, running_evaluation, wait_until
+    from webapp.searches import oneshot_state
+    from webapp.searches.models import Individual, Search
+
+    config = {**TINY, "oneshot": {**TINY["oneshot"], "supernet": {"epochs": 4, "probes": 1}, "check_ranking": 0,
+                                  "strategy": {"name": "random", "seed": 2, "params": {"max_evaluations": 4}}}}
+    config.pop("final")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("beta", OMP_NUM_THREADS="1")
+    stack.control()
+    search = launched("oneshot worker lost", config)
+    wait_until(lambda: (s := oneshot_state.supernet(search.pk)) is not None and len(s.curve) >= 1, 400,
+               message="the supernet's first epoch")
+    victim_id, beat = running_evaluation(search.pk)
+    assert victim_id == oneshot_state.supernet(search.pk).pk
+    stack.kill(stack.holding(beat["pid"]))
+    survivor = "beta" if beat["node"] == "alpha" else "alpha"
+    search = finished(search.pk, timeout=600)
+    assert search.status == Search.Status.FINISHED, search.status_reason
+    supernet = oneshot_state.supernet(search)
+    assert supernet.status == Individual.Status.DONE and supernet.node == survivor and supernet.attempts == 2
+    assert supernet.metrics["resumed_from"] >= 1
+    assert [int(point["epoch"]) for point in supernet.curve] == [1, 2, 3, 4]
+
+
+test_a_worker_lost_during_the_supernet_training_is_replaced_and_the_training_resumes = pytest.mark.integration(
+    test_a_worker_lost_during_the_supernet_training_is_replaced_and_the_training_resumes)
