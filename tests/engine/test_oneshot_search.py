@@ -112,6 +112,8 @@ def _check_result(search, tmp_path=None):
     assert tau is not None and tau["n"] == 5 and -1 <= tau["tau"] <= 1
     assert tau["low"] is not None and tau["low"] <= tau["tau"] <= tau["high"]
     assert detail["oneshot"]["phase"] == "final" and len(detail["oneshot"]["ranking"]["points"]) == 5
+    seconds = detail["oneshot"]["seconds"]
+    assert all(seconds[phase] > 0 for phase in ("supernet", "paths", "check", "final")), seconds
     final = final_runs.runs(search).get()
     assert final.genome == final_runs.top_genomes(search, 1)[0] and final.status == Individual.Status.DONE
     assert detail["final"]["best"]["number"] == final.number

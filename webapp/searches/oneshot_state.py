@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Sum
+
 from webapp.searches.models import Individual, Search
 
+#: The role of each phase's evaluations.
+ROLES = {"supernet": Individual.Role.SUPERNET, "paths": Individual.Role.SEARCH, "check": Individual.Role.CHECK,
+         "final": Individual.Role.FINAL}
 #: The phases in order, as the page names them.
 PHASES = {"supernet": "supernet training", "paths": "path search", "check": "ranking check",
           "final": "final training"}
@@ -41,8 +46,16 @@ def tau(search: Search) -> dict[str, Any] | None:
     return {name: found.get(name) for name in ("tau", "low", "high", "confidence", "n", "method")}
 
 
+def phase_seconds(search: Search | int) -> dict[str, float]:
+    """Seconds of evaluation per phase: the sum of its evaluations' durations on their workers (slot-seconds;
+    a gang's count once)."""
+    sums = dict(Individual.objects.filter(search=search).values_list("role").annotate(seconds=Sum("duration")))
+    return {phase: float(sums.get(role) or 0.0) for phase, role in ROLES.items()}
+
+
 def summary(search: Search) -> dict[str, Any]:
-    """The phase, the supernet's training (status, epochs, learning curve, digest) and the ranking check."""
+    """The phase, the supernet's training (status, epochs, learning curve, digest), the ranking check and the
+    seconds of evaluation per phase."""
     config = search.config["oneshot"]
     stored = (search.stats or {}).get("oneshot") or {}
     row = supernet(search)
@@ -58,5 +71,5 @@ def summary(search: Search) -> dict[str, Any]:
                      "duration": row.duration if row else None},
         "paths": {"scored": scored, "planned": search.evaluations_total},
         "check": {"planned": config["check_ranking"], "done": sum(s in Individual.FINAL for s in check_rows)},
-        "ranking": ranking(search),
+        "ranking": ranking(search), "seconds": phase_seconds(search),
     }
