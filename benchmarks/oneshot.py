@@ -21,7 +21,9 @@ wall time would count the other processes' load.
 Accuracies are on the validation split the searches select on (digits and synthetic have no other split here);
 both searches share it, so the comparison is fair but both finals are optimistic. Run from the repository root::
 
-    nice .venv/bin/python benchmarks/oneshot.py --datasets digits synthetic
+    nice .venv/bin/python benchmarks/oneshot.py --evaluations 50 --check-epochs 8
+    nice .venv/bin/python benchmarks/oneshot.py --datasets synthetic --output oneshot-synthetic --epochs 1 \
+        --evaluations 30 --check-epochs 1 --final-epochs 5 --supernet-epochs 8 --paths 60
 """
 from __future__ import annotations
 
@@ -102,6 +104,15 @@ def final(genome, space, dataset: str, args: argparse.Namespace) -> tuple[float,
     return result.fitness, time.process_time() - mark
 
 
+def tau_text(summary: dict[str, Any], paths: list[dict[str, Any]]) -> str:
+    """Tau and its interval; when undefined (one side constant), the values that made it so."""
+    if summary["tau"] is None or summary.get("low") is None:
+        supernet = sorted({round(r["supernet"], 4) for r in paths if r["supernet"] is not None})
+        alone = sorted({round(r["standalone"], 4) for r in paths if r["standalone"] is not None})
+        return f"undefined (n={summary['n']}; supernet scores {supernet}, stand-alone {alone})"
+    return f"{summary['tau']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}] (n={summary['n']})"
+
+
 def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
     space = space_from_config({"name": "cell", "cells_per_stage": args.cells, "stages": args.stages,
                                "channels": args.channels})
@@ -125,7 +136,7 @@ def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
         rows.append([seed, f"{100 * ea_final:.2f}", f"{100 * one_final:.2f}", f"{100 * (one_final - ea_final):+.2f}",
                      f"{ea_search:.1f}", f"{one['seconds']['supernet']:.1f}", f"{one['seconds']['paths']:.1f}",
                      f"{one_search / ea_search:.2f}", f"{ea_final_s:.1f} / {one_final_s:.1f}",
-                     f"{summary['tau']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}] (n={summary['n']})",
+                     tau_text(summary, check["paths"]),
                      f"{one['paths_per_second']:.1f}",
                      f"{1e3 * one['overhead']:.3f} / {1e3 * one['per_path']:.1f}"
                      f" ({100 * one['overhead'] / one['per_path']:.2f}%)",
