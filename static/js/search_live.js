@@ -126,6 +126,8 @@
     drawRunning();
   }
 
+  const ROLE_TRACES = {final: "final runs", supernet: "supernet", check: "ranking check (stand-alone)"};
+
   function addPoint(p) {
     delete state.running[p.number];
     if (state.plotted.has(p.number) || p.finished === null) return;
@@ -134,8 +136,9 @@
     const failed = p.fitness === null;
     const label = nodeLabel(p);
     addNodeOption(label);
-    const final = p.role === "final";  // a final run (`final`): its own trace, never the search's "best so far"
-    queue("fitness", failed ? "failed" : (final ? "final runs" : label),
+    // a final run (`final`), a one-shot search's supernet or ranking check: their own trace, never "best so far"
+    const final = Boolean(p.role) && p.role !== "search";
+    queue("fitness", failed ? "failed" : (final ? (ROLE_TRACES[p.role] || p.role) : label),
           {x: [t], y: [failed ? 0 : p.fitness], text: [hover(p)], customdata: [p.number]},
           {type: "scattergl", mode: "markers",
            marker: failed ? {symbol: "x", color: "#c23b32"} : (final ? {symbol: "diamond", size: 10} : {size: 7}),
@@ -264,6 +267,10 @@
     if (event.type === "search.final" || event.type === "search.status" || (event.data && event.data.role === "final")) {
       refreshFinalSoon();
     }
+    if (event.type === "search.oneshot" || event.type === "search.status" || event.type === "individual.progress" ||
+        event.type === "individual.finished") {
+      refreshOneshotSoon();
+    }
     NasTable.refreshSoon();
   }
 
@@ -276,6 +283,18 @@
     finalPanel.timer = setTimeout(async () => {
       finalPanel.timer = null;
       const response = await fetch(root.dataset.final);
+      if (response.ok) holder.innerHTML = await response.text();
+    }, 1000);
+  }
+
+  // --- a one-shot search's panel: phase, supernet curve, ranking check; reloaded from the server ---------------
+  const oneshotPanel = {timer: null};
+  function refreshOneshotSoon() {
+    const holder = document.getElementById("oneshot-panel");
+    if (!holder || !root.dataset.oneshot || oneshotPanel.timer) return;
+    oneshotPanel.timer = setTimeout(async () => {
+      oneshotPanel.timer = null;
+      const response = await fetch(root.dataset.oneshot);
       if (response.ok) holder.innerHTML = await response.text();
     }, 1000);
   }

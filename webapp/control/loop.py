@@ -57,12 +57,12 @@ class SearchLoop(LoopShell):
         if self.search.strategy_state:
             self.strategy = strategy_store.load(self.search, self.space)
         else:
-            strategy = config["strategy"]
+            strategy = self.strategy_section(config)
             self.strategy = get_strategy(strategy["name"], self.space, strategy["seed"], **strategy["params"])
         self.pruning = pruning.Pruning(self.search)
         self.final = final.FinalTraining(self.search)
         self.pool = config["pool"]
-        self.population = int(config["strategy"]["params"].get("population", 20))
+        self.population = int(self.strategy_section(config)["params"].get("population", 20))
         self._checked_stale = 0.0
         self._checked_reruns = 0.0
         self._slots_seen = 0.0
@@ -338,7 +338,7 @@ class SearchLoop(LoopShell):
         if self.strategy.done:
             return 0
         slots = max(len(self.live_slots()), 1)
-        room = 2 * slots - self._in_flight().count()
+        room = self.room(slots) - self._in_flight().count()
         if room <= 0:
             return 0
         candidates = self.strategy.ask(room)
@@ -354,6 +354,18 @@ class SearchLoop(LoopShell):
         self.search = search
         self._send(individuals)
         return len(individuals)
+
+    def room(self, slots: int) -> int:
+        """Evaluations this search keeps sent at once: one running and one queued per live slot."""
+        return 2 * slots
+
+    def strategy_section(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The configuration's strategy (a one-shot search names its own, ``oneshot.strategy``)."""
+        return config["strategy"]
+
+    def packet_fields(self, config: dict[str, Any], individual: Individual) -> dict[str, Any]:
+        """What a packet item trains (its ``training`` and ``evaluation``): the search's, or a final run's."""
+        return self.final.packet(config, individual)
 
     def _publish_pending(self, room: int, asked: int) -> None:
         """For gang workers' allocators: candidates sent and not started, and how many more before the
@@ -392,7 +404,7 @@ class SearchLoop(LoopShell):
         for chunk in split_packets(individuals, slots, ind_len):
             data, signature = signing.build([
                 {"search": self.search_id, "individual": i.pk, "number": i.number, "key": i.key, "genome": i.genome,
-                 "space": config["space"], "dataset": dataset_argument(config), **self.final.packet(config, i)}
+                 "space": config["space"], "dataset": dataset_argument(config), **self.packet_fields(config, i)}
                 for i in chunk
             ])
             packets.append((chunk, data, signature, uuid.uuid4().hex))

@@ -36,7 +36,7 @@ def build(config: dict[str, Any]) -> Pruner:
     """A new pruner for a checked search configuration."""
     pruner = dict(config.get("pruner") or {"name": "none"})
     name = pruner.pop("name", "none")
-    strategy = config["strategy"]
+    strategy = config["strategy"] if "strategy" in config else config["oneshot"]["strategy"]  # a one-shot search's
     objectives = strategy["params"].get("objectives") or []
     multi = strategy["name"] == "nsga2" or len(objectives) > 1  # a front is sought (nsga2, tpe with several)
     if name == "curve" and multi and pruner.get("known_objectives") is None:

@@ -34,6 +34,8 @@ EFFICIENCY_RANGE = (0.0, 1.02)
 BEST = "best so far"
 #: The fitness chart's trace of a search's final runs (``final``): not the search's, never its best so far.
 FINAL_RUNS = "final runs"
+#: The fitness chart's trace of each role that is not the strategy's (none of them is the search's best so far).
+ROLE_TRACES = {"final": FINAL_RUNS, "supernet": "supernet", "check": "ranking check (stand-alone)"}
 #: The timeline's trace of evaluations under way (each bar ends at "now"; the page stretches them every second).
 RUNNING = "running"
 LAYOUT = {"margin": {"l": 55, "r": 15, "t": 40, "b": 45}, "height": 320, "template": "plotly_white",
@@ -123,7 +125,7 @@ def fitness_scatter(points: list[dict[str, Any]]) -> dict[str, Any]:
     runs on theirs."""
     by_node: dict[str, list] = defaultdict(list)
     for point in final(points):
-        name = FINAL_RUNS if point.get("role") == "final" else node_label(point)
+        name = ROLE_TRACES.get(point.get("role") or "search") or node_label(point)
         by_node[FAILED if point["fitness"] is None else name].append(point)
     traces = [
         _trace(
@@ -146,7 +148,8 @@ def best_so_far(points: list[dict[str, Any]]) -> dict[str, Any]:
     xs, ys, best = [], [], None
     for point in sorted(final(points), key=lambda p: p["finished"]):
         # a partial value is no result; a final run is not the search's
-        if point["fitness"] is not None and point.get("status") != "pruned" and point.get("role") != "final":
+        searched = point.get("role", "search") == "search"
+        if point["fitness"] is not None and point.get("status") != "pruned" and searched:
             best = point["fitness"] if best is None else max(best, point["fitness"])
             xs.append(ms(point["finished"]))
             ys.append(best)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -107,8 +108,14 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
     """An architecture search's live page (the kind ``architecture``); a draft opens in its form."""
     if search.status == Search.Status.DRAFT:
         return redirect("search-edit", search_id=search.pk)
+    return render(request, "dashboard/search_detail.html", architecture_context(request, search))
+
+
+def architecture_context(request: HttpRequest, search: Search) -> dict[str, Any]:
+    """What the detail page of a search whose individuals are architectures shows (a one-shot search's page adds
+    its own panel)."""
     gangs = scaling.gang_scaling(search)
-    return render(request, "dashboard/search_detail.html", {
+    return {
         "search": search, "row": queries.search_row(search), "nodes": queries.nodes_of(search),
         "config_json": json.dumps(search.config, indent=2), "multi": bool(queries.objectives_of(search)),
         "beliefs": beliefs_kind(search),
@@ -119,7 +126,7 @@ def architecture_page(request: HttpRequest, search: Search) -> HttpResponse:
         "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
         if search.status == Search.Status.RUNNING else "",
         "final": final_runs.summary(search),
-    })
+    }
 
 
 @login_required

@@ -1,8 +1,8 @@
 from django.urls import path
 
 from webapp.dashboard import (api, architecture_form, assets, compare_views, dataset_transfer_views, dataset_views,
-                              downloads, node_views, notification_views, pages, rerun_views, weights_form,
-                              weights_pages)
+                              downloads, node_views, notification_views, oneshot_form, oneshot_pages, pages,
+                              rerun_views, weights_form, weights_pages)
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("searches/rows/", pages.search_rows, name="search-rows"),
     path("searches/new/", architecture_form.create, name="search-create"),
     path("searches/new/weights/", weights_form.create, name="weights-create"),
+    path("searches/new/oneshot/", oneshot_form.create, name="oneshot-create"),
     path("compare/", compare_views.compare_page, name="compare"),
     path("compare/searches.csv", compare_views.compare_csv, name="compare-csv"),
     path("api/compare/", compare_views.compare_data, name="api-compare"),
@@ -19,6 +20,8 @@ urlpatterns = [
     path("searches/<int:search_id>/table/", pages.individuals_table, name="search-table"),
     path("searches/<int:search_id>/rerun/", rerun_views.rerun, name="search-rerun"),
     path("searches/<int:search_id>/final/", pages.final_panel, name="search-final"),
+    path("searches/<int:search_id>/oneshot/", oneshot_pages.panel, name="search-oneshot"),
+    path("searches/<int:search_id>/download/ranking-check.csv", oneshot_pages.ranking_csv, name="download-ranking"),
     path("searches/<int:search_id>/<str:action>/", pages.search_action, name="search-action"),
     path("searches/<int:search_id>/individuals/<int:number>/", pages.individual_detail, name="individual-detail"),
     path("searches/<int:search_id>/download/individuals.csv", downloads.individuals_csv, name="download-csv"),

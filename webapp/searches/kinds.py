@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 #: The modules that define a kind each (``KIND``), in the order the pages list them.
-KIND_MODULES = ("webapp.searches.architecture_config", "webapp.searches.weights_config")
+KIND_MODULES = ("webapp.searches.architecture_config", "webapp.searches.weights_config",
+                "webapp.searches.oneshot_config")
 #: The kind of a configuration that names none (every configuration written before kinds existed).
 DEFAULT = "architecture"
 

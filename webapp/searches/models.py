@@ -64,6 +64,8 @@ class Individual(models.Model):
     class Role(models.TextChoices):
         SEARCH = "search", "search"  # a candidate the strategy asked for
         FINAL = "final", "final"  # a top genome retrained from scratch once the search ended (``final``)
+        SUPERNET = "supernet", "supernet"  # a one-shot search's supernet training (``webapp.control.oneshot_loop``)
+        CHECK = "check", "check"  # a path of a one-shot search's ranking check, trained stand-alone
 
     search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="individuals")
     number = models.PositiveIntegerField(help_text="The strategy's candidate id: 0, 1, 2, ... in the order asked.")

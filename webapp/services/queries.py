@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
-from webapp.searches import accounting, final_runs
+from webapp.searches import accounting, final_runs, oneshot_state
 from webapp.searches.models import Individual, Search
 from webapp.searches.broadcast import individual_event
 
@@ -46,7 +46,7 @@ def search_row(search: Search) -> dict[str, Any]:
     return {
         "id": search.pk, "name": search.name, "owner": search.owner.get_username(),
         "space": (config.get("space") or {}).get("name", ""),
-        "strategy": (config.get("strategy") or {}).get("name", ""),
+        "strategy": (config.get("strategy") or (config.get("oneshot") or {}).get("strategy") or {}).get("name", ""),
         "dataset": config.get("dataset", ""), "status": search.status, "status_reason": search.status_reason,
         "done": search.evaluations_done, "total": total,
         "progress": round(100.0 * search.evaluations_done / total, 1) if total else 0.0,
@@ -61,8 +61,10 @@ def search_detail(search: Search) -> dict[str, Any]:
     """The API's search: its row, configuration, accounting, best, and its final training where it has one
     (``final_runs.summary``: each final run's state and accuracy, and the best run, the search's result)."""
     final = final_runs.summary(search)
+    oneshot = {"oneshot": oneshot_state.summary(search), "tau": oneshot_state.tau(search)} \
+        if search.config.get("kind") == "oneshot" else {}  # tau: None until the ranking check is done
     return {**search_row(search), "config": search.config, "summary": accounting.summary(search.stats),
-            "best": search.best, **({"final": final} if final is not None else {})}
+            "best": search.best, **({"final": final} if final is not None else {}), **oneshot}
 
 
 #: The columns ``individual_event`` reads. It reads them as attributes, so plain rows of these give the same

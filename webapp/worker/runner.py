@@ -27,7 +27,7 @@ from evaluators.own_data import DataSetUnreadable
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, node_state, signing, transport
-from webapp.worker import artifacts, data_fetch, device_claims, hand_back, slots
+from webapp.worker import artifacts, data_fetch, device_claims, hand_back, oneshot, slots
 from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
 
@@ -52,9 +52,16 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
 
             return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3),
                             gang=len(held), report=report)
+        if evaluation.get("mode") == "supernet":  # a one-shot search's supernet, or one of its paths
+            return oneshot.train_supernet(individual, held, report)
+        if evaluation.get("mode") == "path":
+            return oneshot.score_path(individual, held)
         gang = {"compression": evaluation["compression"]} if evaluation.get("compression") else {}  # a gang's
-        return artifacts.evaluate_and_keep(_trained, individual, held, report=report,
-                                           report_every=evaluation.get("report_every"), **gang)
+        result = artifacts.evaluate_and_keep(_trained, individual, held, report=report,
+                                             report_every=evaluation.get("report_every"), **gang)
+        if evaluation.get("supernet_digest") and result.ok:  # a one-shot search's ranking check
+            result = oneshot.with_supernet_score(individual, held, result)
+        return result
 
     return device_claims.run_on_devices(individual, run)
 

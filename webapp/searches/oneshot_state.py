@@ -1,0 +1,75 @@
+"""A one-shot search's state as the loop, the page and the API read it (``webapp.control.oneshot_loop`` writes
+it): its supernet individual, its ranking check's individuals, the supernet's digest, the phase the loop last
+stored and the summary the page's panel and the API's ``oneshot`` and ``tau`` show. Reads only."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Sum
+
+from webapp.searches.models import Individual, Search
+
+#: The role of each phase's evaluations.
+ROLES = {"supernet": Individual.Role.SUPERNET, "paths": Individual.Role.SEARCH, "check": Individual.Role.CHECK,
+         "final": Individual.Role.FINAL}
+#: The phases in order, as the page names them.
+PHASES = {"supernet": "supernet training", "paths": "path search", "check": "ranking check",
+          "final": "final training"}
+
+
+def supernet(search: Search | int) -> Individual | None:
+    return Individual.objects.filter(search=search, role=Individual.Role.SUPERNET).order_by("number").first()
+
+
+def checks(search: Search | int):
+    """The ranking check's paths, in order."""
+    return Individual.objects.filter(search=search, role=Individual.Role.CHECK).order_by("number")
+
+
+def digest(search: Search | int) -> str | None:
+    """The trained supernet's weights digest (``None`` before it is trained)."""
+    row = supernet(search)
+    return None if row is None or row.status != Individual.Status.DONE else (row.metrics or {}).get("digest")
+
+
+def ranking(search: Search) -> dict[str, Any] | None:
+    """The ranking check's result: ``tau``, ``low``, ``high`` (its interval), ``n``, ``method`` and ``points``
+    (each path's ``supernet`` score and ``standalone`` accuracy); ``None`` until it is done."""
+    return ((search.stats or {}).get("oneshot") or {}).get("ranking")
+
+
+def tau(search: Search) -> dict[str, Any] | None:
+    """What the API's search reports as ``tau``: Kendall's tau with its interval, once the check is done."""
+    found = ranking(search)
+    if found is None:
+        return None
+    return {name: found.get(name) for name in ("tau", "low", "high", "confidence", "n", "method")}
+
+
+def phase_seconds(search: Search | int) -> dict[str, float]:
+    """Seconds of evaluation per phase: the sum of its evaluations' durations on their workers (slot-seconds;
+    a gang's count once)."""
+    sums = dict(Individual.objects.filter(search=search).values_list("role").annotate(seconds=Sum("duration")))
+    return {phase: float(sums.get(role) or 0.0) for phase, role in ROLES.items()}
+
+
+def summary(search: Search) -> dict[str, Any]:
+    """The phase, the supernet's training (status, epochs, learning curve, digest), the ranking check and the
+    seconds of evaluation per phase."""
+    config = search.config["oneshot"]
+    stored = (search.stats or {}).get("oneshot") or {}
+    row = supernet(search)
+    phase = stored.get("phase", "supernet")
+    scored = Individual.objects.filter(search=search, role=Individual.Role.SEARCH,
+                                       status__in=Individual.FINAL).count()
+    check_rows = list(checks(search).values_list("status", flat=True))
+    return {
+        "phase": phase, "phase_label": PHASES.get(phase, phase), "status": search.status,
+        "supernet": {"epochs": config["supernet"]["epochs"], "status": row.status if row else "waiting",
+                     "curve": (row.curve or []) if row else [], "digest": (row.metrics or {}).get("digest") if row
+                     else None, "accuracy": row.fitness if row else None, "node": row.node if row else "",
+                     "duration": row.duration if row else None},
+        "paths": {"scored": scored, "planned": search.evaluations_total},
+        "check": {"planned": config["check_ranking"], "done": sum(s in Individual.FINAL for s in check_rows)},
+        "ranking": ranking(search), "seconds": phase_seconds(search),
+    }

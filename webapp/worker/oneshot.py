@@ -1,0 +1,96 @@
+"""The evaluation worker's side of a one-shot search (seed 003): the three kinds of evaluation its loop sends
+(``evaluation.mode``), each a thin call into ``evaluators``.
+
+- ``supernet``: the supernet's training, one long evaluation (``evaluators.supernet_training``), reporting loss
+  and the sampled paths' validation accuracy after each epoch; its checkpoint goes to Redis after each epoch, so
+  a worker anywhere that takes the training over (a lost worker, a stop and resume) goes on from it; a stop of
+  the search hands it back (``hand_back.HandedBack``: reported skipped, sent again on resume). The trained
+  weights go to Redis under their digest.
+- ``path``: one path scored with the supernet's weights (``evaluators.path_scoring``), fetched from Redis once
+  per digest per process (the supernet stays loaded between paths, as a weight search's weights do).
+- a stand-alone training of the ranking check (mode ``train`` with ``supernet_digest``): the ordinary training,
+  then the same path's supernet score added to its metrics (``supernet_score``).
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from evaluators.reporting import Report
+from evaluators.result import EvaluationResult
+from webapp.messaging import oneshot_transport, transport
+from webapp.worker import hand_back
+
+
+def train_supernet(individual: dict[str, Any], held: list[str], report: Report | None) -> EvaluationResult:
+    """The supernet's training on ``held[0]``, from the last checkpoint in Redis if there is one."""
+    from evaluators.supernet_training import CHECKPOINT, train_supernet as train
+
+    search = individual["search"]
+    folder = Path(tempfile.mkdtemp(prefix=f"nas-supernet-{search}-"))
+    try:
+        saved = oneshot_transport.checkpoint(search)
+        if saved is not None:
+            (folder / CHECKPOINT).write_bytes(saved)
+
+        def told(step: int, epoch: float, metrics: dict[str, float]) -> bool:
+            oneshot_transport.put_checkpoint(search, (folder / CHECKPOINT).read_bytes())  # written before each report
+            stop = bool(report(step, epoch, metrics)) if report is not None else False
+            return stop or transport.is_stopped(search)
+
+        supernet = individual["evaluation"]["supernet"]
+        training = {k: v for k, v in supernet.items() if k not in ("sampling", "probes")}
+        result = train(individual["space"], individual["dataset"], training, folder, device=held[0],
+                       probes=supernet["probes"], report=told)
+        if result.status == "stopped":
+            raise hand_back.HandedBack("the search was stopped: the supernet's training goes on from its checkpoint")
+        if result.status != "ok":
+            return EvaluationResult.failed(result.status, result.reason or result.status, curve=result.curve,
+                                           timings=result.timings, device=result.device)
+        data = Path(result.weights).read_bytes()
+        oneshot_transport.put_supernet(search, result.digest, data)
+        last = result.curve[-1] if result.curve else {}
+        return EvaluationResult(
+            status="ok", fitness=last.get("val_accuracy"), curve=result.curve, timings=result.timings,
+            device=result.device, metrics={"digest": result.digest, "epochs": result.epochs, "steps": result.steps,
+                                           "supernet_bytes": len(data), "resumed_from": result.resumed_from,
+                                           "accuracy": last.get("val_accuracy")})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def supernet_score(individual: dict[str, Any], digest: str, device: str) -> dict[str, Any]:
+    """The path's score with the supernet of ``digest`` (its weights fetched from Redis unless this process holds
+    them): ``evaluators.path_scoring.score_paths``'s answer for the one path."""
+    from evaluators.path_scoring import score_paths
+
+    arguments = ([individual["genome"]], individual["space"], individual["dataset"])
+    options = {"digest": digest, "device": device, "seed": individual["training"]["seed"],
+               "precision": individual["training"].get("precision", "fp32")}
+    try:
+        return score_paths(*arguments, **options)
+    except ValueError:  # not held by this process: fetched once, then held
+        data = oneshot_transport.supernet(individual["search"], digest)
+        if data is None:
+            raise ValueError(f"the supernet weights of digest {digest} are not in Redis") from None
+        return score_paths(*arguments, weights=data, **options)
+
+
+def score_path(individual: dict[str, Any], held: list[str]) -> EvaluationResult:
+    """One path scored with the supernet's weights: its fitness is that score."""
+    scored = supernet_score(individual, individual["evaluation"]["digest"], held[0])
+    found = scored["results"][0]
+    if found["status"] != "ok":
+        return EvaluationResult.failed("invalid", found.get("reason", "not scored"), timings=scored["timings"])
+    return EvaluationResult(status="ok", fitness=found["accuracy"], device=held[0], timings={
+        **found["timings"], "load": scored["timings"]["load"], "total": scored["timings"]["total"]},
+        metrics={"accuracy": found["accuracy"], "val_loss": found["val_loss"], "supernet_score": found["accuracy"],
+                 "digest": scored["digest"]})
+
+
+def with_supernet_score(individual: dict[str, Any], held: list[str], result: EvaluationResult) -> EvaluationResult:
+    """A ranking check's stand-alone result with the same path's supernet score among its metrics."""
+    found = supernet_score(individual, individual["evaluation"]["supernet_digest"], held[0])["results"][0]
+    return result.with_fields(metrics={**result.metrics, "supernet_score": found["accuracy"]})
