@@ -26,15 +26,14 @@ from nas.spaces import space_from_config
 from nas.strategies import get_strategy
 from webapp.control import attempts, faults, final, kept, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
-from webapp.messaging import allocation_state, messages, node_state, signing, transport
-from webapp.searches import accounting, broadcast, final_runs
+from webapp.control.slot_time import SlotTime
+from webapp.messaging import allocation_state, messages, signing, transport
+from webapp.searches import broadcast, final_runs
 from webapp.searches.models import Individual, Search
 from webapp.searches.data_config import dataset_argument
 
 log = logging.getLogger(__name__)
 IN_FLIGHT = (Individual.Status.QUEUED, Individual.Status.RUNNING)
-#: How often the loop hands the slot time it sampled to the search's accounting (seconds).
-ACCOUNT_EVERY = 5.0
 
 
 @dataclasses.dataclass
@@ -65,12 +64,8 @@ class SearchLoop(LoopShell):
         self.population = int(self.strategy_section(config)["params"].get("population", 20))
         self._checked_stale = 0.0
         self._checked_reruns = 0.0
-        self._slots_seen = 0.0
-        self._live_slots: list[dict[str, Any]] = []
         self._drained = False
-        self._clock = accounting.SlotClock(time.time())
-        self._device_clock = accounting.SlotClock(time.time())
-        self._accounted = time.time()
+        self.slots = SlotTime(self.search_id, self.pool)
         self._handlers = {messages.Started: self._started, messages.Progress: self._progress,
                           messages.Result: self._result, messages.Skipped: self._skipped}
 
@@ -113,40 +108,16 @@ class SearchLoop(LoopShell):
         return True
 
     def _account(self) -> None:
-        """Sample the slots this search could use now (idle ones, or working for it); hand them to the
-        search's accounting every few seconds."""
+        """Sample the slots this search could use now; hand them to the search's accounting every few seconds."""
         now = time.time()
-        self._clock.sample(now, self._available())
-        self._device_clock.sample(now, self._available_devices())
-        if now - self._accounted > ACCOUNT_EVERY:
+        if self.slots.sample(now):
             with recording.fenced(self.search_id, self.owner) as search:
                 self._hand_over(search, now)
                 recording.save_stats(search)
             self.search = search
 
     def _hand_over(self, search: Search, now: float) -> None:
-        """Sample the slots up to ``now`` and put what was sampled into the search's stats (the caller saves
-        them): before results are recorded, so each point of the speedup's history counts the slot time up to
-        its own result."""
-        self._clock.sample(now, self._available())
-        self._device_clock.sample(now, self._available_devices())
-        accounting.add_device_time(search.stats, self._device_clock.take())
-        accounting.add_slot_time(search.stats, self._clock.take(), as_of=now)
-        self._accounted = now
-
-    def _available(self) -> int:
-        """The live slots of the pool this search can use now: idle ones, and those working for it."""
-        return sum(1 for slot in self.live_slots()
-                   if not slot.get("current") or slot["current"].get("search") == self.search_id)
-
-    def _available_devices(self) -> float:
-        """As :meth:`_available`, in devices: a gang worker's slot (device ``cpux4``) weighs devices / slots."""
-        total = 0.0
-        for slot in self.live_slots():
-            if not slot.get("current") or slot["current"].get("search") == self.search_id:
-                kind, _, count = str(slot.get("device", "")).partition("x")
-                total += int(count) / max(int(slot.get("slots", 1)), 1) if count.isdigit() else 1.0
-        return total
+        self.slots.hand_over(search.stats, now)
 
     def _in_flight(self):
         return Individual.objects.filter(search_id=self.search_id, status__in=IN_FLIGHT)
@@ -322,16 +293,7 @@ class SearchLoop(LoopShell):
     # --- work --------------------------------------------------------------------------------------------------
 
     def live_slots(self) -> list[dict[str, Any]]:
-        """The live slots of the search's pool that take work (a drained or paused node's do not count: no
-        room is made, no packet split, no slot time accounted for them)."""
-        now = time.monotonic()
-        if now - self._slots_seen > 1.0:
-            live = transport.live_slots(self.pool)
-            states = node_state.states(sorted({slot["node"] for slot in live}))
-            self._live_slots = [slot for slot in live
-                                if node_state.takes_work(states.get(slot["node"], node_state.ACTIVE))]
-            self._slots_seen = now
-        return self._live_slots
+        return self.slots.live_slots()
 
     def dispatch(self) -> int:
         """Ask for as many candidates as there is room for (live slots plus one queued each), create, send."""
