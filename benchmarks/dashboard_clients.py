@@ -26,36 +26,8 @@ its threads were to the report. Run from the repository root::
         --rounds 2 --slots 1 --duration 4 --output web-servers               # results/web-servers.md
     .venv/bin/python benchmarks/dashboard_clients.py --clients 1 --output dashboard-clients-1
 
-What the profile showed, with one daphne process on 2 cores (sampling; SQL counted with
-``connection.queries``; cProfile of single requests), and what was done about each:
-
-- The snapshot was most of the work: each request read every individual as a model instance (a JSON parse of
-  its metrics per row), had plotly validate every figure's layout (expanding its template: half the build)
-  and encoded and gzipped ~1.3 MB, ~0.45 s of CPU at 3,000 individuals, although a snapshot is the same for
-  every viewer until the next event. Now it is built once per search and event, at most once per
-  ``NAS_SNAPSHOT_MAX_AGE`` seconds, in a background thread, and kept in Redis with its gzip for every web
-  process (``webapp.dashboard.snapshots``); a build reads plain rows and only the metric it shows, and plotly
-  validates each distinct layout and trace style once: ~0.1 s.
-- Django's ASGI handler ran each request in a new thread (a new executor, joined by yet another thread) with a
-  new SQLite connection (its pragmas: ~1 ms), and kept the middleware chain in async mode, so each of its
-  seven middleware hopped between the event loop and a thread twice: the login page cost 10 ms of CPU behind
-  daphne against 3 ms in-process. Now the chain and the view run in one call on a pooled thread whose
-  connection lives on (``webapp.http_handler``, ``CONN_MAX_AGE``).
-- Plotly's lazy imports took the import lock from several request threads at once (12 % of the samples);
-  gone with the validation done once.
-- The cheap requests had expensive corners: the table's page deep-copied its rows (``dataclasses.asdict``) and
-  decoded every row's genome, curve and metrics; the page's node filter scanned every individual, through the
-  model's default ordering (a join on the search); every view decoded the search's ``stats`` and
-  ``strategy_state`` JSON. Now plain rows, only the metrics shown, the nodes from the accounting, and the hot
-  views load only the fields they use.
-- Not the cause: the SQLite writer (reads take no lock in WAL mode: every read query timed for 20 s while
-  the loop recorded 8 results a second, none over 30 ms); sessions (read, never written, on these requests);
-  N+1 queries (4 to 8 queries a request, whatever the search's size, before and after).
-- One daphne process runs Python on one core (the GIL) while the machine has two: ``manage.py web`` runs
-  several on one socket.
-
-The rest is the machine: the loop and the workers take about half a core at this rate of results, and the
-web server's requests then share the other core and a half (``CPU while measuring`` in the report).
+What its profile showed, with one daphne process on 2 cores, and what was done about each:
+``benchmarks/results/dashboard-clients-profile.md``.
 """
 from __future__ import annotations
 
