@@ -117,7 +117,7 @@ def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
     space = space_from_config({"name": "cell", "cells_per_stage": args.cells, "stages": args.stages,
                                "channels": args.channels})
     rows, checks = [], []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         with tempfile.TemporaryDirectory(prefix="oneshot-bench-") as folder:
             ea = evolution(space, dataset, args, seed)
             print(f"{dataset} seed {seed}: evolution done", flush=True)
@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", nargs="+", default=["digits"])
     parser.add_argument("--output", default="oneshot", help="results/<output>.md")
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first_seed .. first_seed + seeds - 1")
     parser.add_argument("--cells", type=int, default=1)
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--channels", type=int, default=16)
