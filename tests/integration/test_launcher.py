@@ -41,6 +41,7 @@ def stack(tmp_path_factory, busy_port):
     launcher = ProcessLog(manage("up", "--port", str(busy_port), "--devices", "cpu"), env)
     line = launcher.wait_for("Dashboard: http://", timeout=120)
     launcher.url = re.search(r"(http://\S+)", line).group(1)
+    launcher.wait_for("press Ctrl-C to stop everything", timeout=30)  # the banner's last line: the password is above it
     launcher.state = state
     yield launcher
     launcher.stop()
