@@ -107,6 +107,13 @@ class Cell(nn.Module):
         self.ops = nn.ModuleDict(
             {f"edge_{i}to{j}": CELL_OPS[op](channels) for i, j, op in self.edges if op != "none"}
         )
+        live = {3}  # the nodes whose value reaches the output: an op into any other is never used in the loss
+        for node in (2, 1):
+            if any(i == node and j in live and op != "none" for i, j, op in self.edges):
+                live.add(node)
+        #: Whether some op's parameters get no gradient (it feeds a node that does not reach the output):
+        #: DistributedDataParallel must then look for unused parameters (``evaluators.ranks.Gang.wrap``).
+        self.unused_parameters = any(op != "none" and j not in live for i, j, op in self.edges)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         nodes = [x]

@@ -103,11 +103,13 @@ class Gang(Ranks):
     def wrap(self, model: nn.Module) -> nn.Module:
         from evaluators.comm_hooks import register
 
-        # A supernet's training leaves most parameters unused at each step (the same ones on every rank):
-        # DistributedDataParallel must look for them, or it waits for their gradients forever.
+        # A supernet's training leaves most parameters unused at each step (the same ones on every rank), and so
+        # does a cell whose op feeds a node that never reaches the output: DistributedDataParallel must look for
+        # them, or it fails on their missing gradients.
+        unused = any(getattr(module, "unused_parameters", False) for module in model.modules())
         wrapped = nn.parallel.DistributedDataParallel(model, device_ids=[self.device.index]
                                                       if self.device.type == "cuda" else None,
-                                                      find_unused_parameters=getattr(model, "unused_parameters", False))
+                                                      find_unused_parameters=unused)
         if self.world > 1:  # a gang of one exchanges nothing: its gradients stay exactly as computed
             self.sent = register(wrapped, self.compression, self.world, self.device)  # fresh residuals each time
         return wrapped

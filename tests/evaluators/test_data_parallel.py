@@ -160,3 +160,17 @@ def test_out_of_memory_in_a_rank_fails_the_gang_as_oom():
     result = evaluate(GENOME, SPACE, BUDGET, "digits", ["cpu", "cpu"], fault="oom", threads=1)
     assert result.status == "failed" and result.failure == "oom", result.message
     assert "rank 0 (cpu)" in result.message or "rank 1 (cpu)" in result.message
+
+
+def test_a_cell_whose_op_feeds_a_dead_node_trains_on_a_gang():
+    """Nodes 1 and 2 never reach the output: their ops get no gradient, which DistributedDataParallel must be
+    told (``unused_parameters``) or every step fails; a cell without such an op is wrapped as before."""
+    from evaluators.blocks import Cell
+
+    dead = {"1<-0": "conv_1x1", "2<-0": "conv_1x1", "2<-1": "conv_3x3", "3<-0": "avg_pool_3x3", "3<-1": "none",
+            "3<-2": "none"}
+    assert Cell(4, dead).unused_parameters and not Cell(4, {**dead, "3<-2": "skip_connect"}).unused_parameters
+    space = {"name": "cell", "stages": 2, "cells_per_stage": 1, "channels": 8}
+    result = evaluate_on_gang({"edges": dead}, space, {"epochs": 1, "batch_size": 64}, "digits", ["cpu", "cpu"],
+                              threads=1)
+    assert result.ok, result.message
