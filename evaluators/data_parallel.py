@@ -93,20 +93,36 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
         space_config = space if isinstance(space, dict) else space_to_config(space)
         space_from_config(space_config).validate(genome)
         compression = parse_compression(compression).to_config()
-        if not devices:
-            raise ValueError("a gang needs at least one device")
-        if len({d.split(":")[0] for d in devices}) > 1:
-            raise ValueError(f"a gang's devices must be all cpu or all cuda:N (got {joined})")
     except (ValueError, TypeError, KeyError) as error:
         return EvaluationResult.failed("invalid", str(error), device=joined)
-    folder = Path(tempfile.mkdtemp(prefix="nas-gang-"))
     job = {"genome": genome, "space": space_config, "training": budget.to_dict(), "dataset": dataset,
-           "devices": list(devices), "parent": os.getpid(),
-           "collective_timeout": collective_timeout,
-           "threads": threads or max(1, (os.cpu_count() or 1) // len(devices)),
            "fault": fault, "export_to": None if export_to is None else str(export_to), "weights": weights_to is not None,
-           "latency": latency, "report": report is not None, "report_every": report_every,
-           "compression": compression}
+           "latency": latency, "report_every": report_every, "compression": compression}
+    return run_gang(job, devices, budget, should_stop=should_stop, on_ranks=on_ranks,
+                    collective_timeout=collective_timeout, startup_seconds=startup_seconds,
+                    stall_seconds=stall_seconds, threads=threads, poll=poll, weights_to=weights_to, report=report,
+                    started=started)
+
+
+def run_gang(job: dict[str, Any], devices: Sequence[str], budget: TrainingBudget, *,
+             should_stop: Callable[[], bool] | None = None, on_ranks: Callable[[list[int], Path], None] | None = None,
+             collective_timeout: float = 60.0, startup_seconds: float = 180.0, stall_seconds: float | None = None,
+             threads: int | None = None, poll: float = 0.1, weights_to: BinaryIO | None = None,
+             report: Report | None = None, started: float | None = None) -> EvaluationResult:
+    """Run ``job`` (what :mod:`evaluators.gang_rank` runs on each rank: a genome's evaluation, or with ``"task":
+    "supernet"`` a supernet's training) on ``devices``, one rank each, watched as the module says; rank 0's result.
+    ``budget``: the job's training (its ``max_seconds`` caps the gang); the other options are
+    :func:`evaluate_on_gang`'s. Never raises."""
+    started = time.perf_counter() if started is None else started
+    joined = ",".join(devices)
+    if not devices:
+        return EvaluationResult.failed("invalid", "a gang needs at least one device")
+    if len({d.split(":")[0] for d in devices}) > 1:
+        return EvaluationResult.failed("invalid", f"a gang's devices must be all cpu or all cuda:N (got {joined})",
+                                       device=joined)
+    folder = Path(tempfile.mkdtemp(prefix="nas-gang-"))
+    job = {**job, "devices": list(devices), "parent": os.getpid(), "collective_timeout": collective_timeout,
+           "threads": threads or max(1, (os.cpu_count() or 1) // len(devices)), "report": report is not None}
     (folder / "job.json").write_text(json.dumps(job))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(job["threads"])}

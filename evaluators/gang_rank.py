@@ -4,7 +4,8 @@ not start ``multiprocessing`` children, celery#1709).
 
 Each rank joins the gang's process group on localhost (gloo between CPU ranks, NCCL between GPUs) and runs the
 one evaluation every device runs (:func:`evaluators.evaluate.evaluate_on_ranks`, whose loop,
-:func:`evaluators.training.fit`, takes the world size as a parameter). What this module adds is the gang's
+:func:`evaluators.training.fit`, takes the world size as a parameter), or, for a job of ``"task": "supernet"``,
+a one-shot search's supernet training on that loop (:func:`evaluators.supernet_training.supernet_on_ranks`). What this module adds is the gang's
 folder, through which the ranks and the worker that watches them talk:
 
 - ``alive.<rank>`` is touched at least every :data:`ALIVE_EVERY` seconds, ``training.<rank>`` after the first
@@ -37,6 +38,7 @@ from evaluators.compression import parse_compression
 from evaluators.lifetime import die_with_parent
 from evaluators.ranks import Gang
 from evaluators.result import EvaluationResult
+from evaluators.supernet_training import supernet_on_ranks
 
 #: Seconds between two touches of a rank's alive file (the parent's stall watchdog reads it).
 ALIVE_EVERY = 1.0
@@ -97,6 +99,8 @@ def _run(job: dict[str, Any], ranks: FolderGang) -> EvaluationResult:
     folder = ranks.folder
     reports = bool(job.get("report"))
     on_point = (ranks.relay if ranks.leader else lambda *_: False) if reports else None
+    if job.get("task") == "supernet":  # a one-shot search's supernet: the leader writes into the job's folder
+        return supernet_on_ranks(job, ranks, on_point)
     weights = open(folder / "weights.pt", "wb") if job.get("weights") and ranks.leader else None
     try:
         return evaluate_on_ranks(job["genome"], job["space"], job["training"], job["dataset"],

@@ -8,7 +8,13 @@ from the checkpoint) continues exactly as the uninterrupted one would have, and 
 the same path at every step (see :class:`evaluators.supernet.PathSampling`).
 
 After each epoch, ``probes`` paths drawn from ``(seed, epoch)`` are scored as the path search will score them
-(batch-norm statistics recomputed per path, then validation accuracy): the supernet's learning curve.
+(batch-norm statistics recomputed per path, then validation accuracy): the supernet's learning curve, with what
+each device measured (``nas.oneshot.devices``).
+
+On several devices (:func:`train_supernet_on`) the training runs as a data-parallel gang through the one gang
+launcher (:func:`evaluators.data_parallel.run_gang`): the ranks draw the same path at every step from
+``(seed, step)`` (no path is exchanged), DistributedDataParallel averages the gradients and looks for the
+parameters no rank used, and only the leader writes the checkpoint and the weights into the folder they share.
 """
 from __future__ import annotations
 
@@ -27,10 +33,12 @@ from evaluators.datasets import load_dataset
 from evaluators.failure_text import describe
 from evaluators.measure import resolve_device
 from evaluators.path_scoring import calibration_batches, save_supernet, score_on_supernet
-from evaluators.ranks import Ranks
+from evaluators.ranks import Gang, Ranks
 from evaluators.reporting import Report, safe
+from evaluators.result import EvaluationResult
 from evaluators.supernet import PathSampling, SuperNet
 from evaluators.training import Diverged, Stopped, TimedOut, fit, make_optimizer
+from nas.oneshot.devices import device_key
 from nas.oneshot.paths import probe_paths
 from nas.spaces import canonical_json, space_to_config
 from nas.strategies.archive import MAX_SEED
@@ -87,6 +95,30 @@ def _save_checkpoint(folder: Path, state: dict[str, Any]) -> None:
     os.replace(temporary, folder / CHECKPOINT)  # a crash mid-write leaves the previous checkpoint whole
 
 
+def _probe(supernet: SuperNet, paths: list[Any], data: Any, batches: Any, precision: str, ranks: Ranks,
+           train_seconds: float) -> dict[str, float]:
+    """The epoch's probes, shared out among the ranks (path ``i`` on rank ``i % world``), and what each rank
+    measured (``nas.oneshot.devices``): every rank gets the whole point."""
+    mine = range(ranks.rank, len(paths), ranks.world)
+    scored = torch.zeros(len(paths), 2, dtype=torch.float64, device=ranks.device)  # accuracy, loss
+    for index, found in zip(mine, score_on_supernet(supernet, [paths[i] for i in mine], data, batches, precision)):
+        scored[index] = torch.tensor([found["accuracy"], found["val_loss"]], dtype=torch.float64)
+    seconds = torch.zeros(ranks.world, dtype=torch.float64, device=ranks.device)
+    seconds[ranks.rank] = train_seconds
+    scores, seconds = ranks.sum(scored).tolist(), ranks.sum(seconds).tolist()
+    accuracies = [accuracy for accuracy, _ in scores]
+    point = {"val_accuracy": float(np.mean(accuracies)), "val_accuracy_best": max(accuracies),
+             "val_accuracy_worst": min(accuracies)}
+    for rank, device in enumerate(ranks.devices if isinstance(ranks, Gang) else [str(ranks.device)]):
+        own = scores[rank::ranks.world]
+        point[device_key("probes", rank, device)] = float(len(own))
+        point[device_key("train_seconds", rank, device)] = seconds[rank]
+        if own:
+            point[device_key("val_accuracy", rank, device)] = float(np.mean([a for a, _ in own]))
+            point[device_key("val_loss", rank, device)] = float(np.mean([loss for _, loss in own]))
+    return point
+
+
 def train_supernet(space: Any, dataset: str, training: dict[str, Any] | TrainingBudget | None,
                    folder: str | os.PathLike, *, device: str = "cpu", ranks: Ranks | None = None,
                    probes: int = PROBES, report: Report | None = None) -> SupernetResult:
@@ -96,7 +128,8 @@ def train_supernet(space: Any, dataset: str, training: dict[str, Any] | Training
     failed training: the result says why.
 
     ``report(step, epoch, metrics) -> stop`` after every epoch with ``train_loss`` and the probes'
-    ``val_accuracy`` (mean), ``val_accuracy_best`` and ``val_accuracy_worst``; ``True`` stops after that
+    ``val_accuracy`` (mean), ``val_accuracy_best`` and ``val_accuracy_worst``, and what each rank measured
+    (``nas.oneshot.devices``: the probes are shared out among the ranks); ``True`` stops after that
     epoch's checkpoint (status ``stopped``). ``ranks``: one rank of a gang (every rank calls this with the same
     arguments and folder; the leader writes the files and reports). The final weights go to
     ``folder/supernet.pt`` (``evaluators.path_scoring.save_supernet``).
@@ -142,13 +175,11 @@ def train_supernet(space: Any, dataset: str, training: dict[str, Any] | Training
             timings["train"] += fitted["timings"]["train"]
             timings["validate"] += fitted["timings"]["validate"]
             point: dict[str, Any] = {"epoch": epoch, "step": sampler.step, "train_loss": fitted["metrics"]["train_loss"]}
+            mark = time.perf_counter()
+            point.update(_probe(supernet, probe_paths(space, budget.seed, epoch, probes), data, batches,
+                                budget.precision, ranks, fitted["timings"]["train"]))
+            timings["probe"] += time.perf_counter() - mark
             if ranks.leader:
-                mark = time.perf_counter()
-                scores = [r["accuracy"] for r in score_on_supernet(
-                    supernet, probe_paths(space, budget.seed, epoch, probes), data, batches, budget.precision)]
-                timings["probe"] += time.perf_counter() - mark
-                point.update(val_accuracy=float(np.mean(scores)), val_accuracy_best=max(scores),
-                             val_accuracy_worst=min(scores))
                 curve.append(point)
                 mark = time.perf_counter()
                 _save_checkpoint(folder, {"identity": _identity(space, dataset, budget), "epoch": epoch,
@@ -176,3 +207,51 @@ def train_supernet(space: Any, dataset: str, training: dict[str, Any] | Training
         result.weights, result.digest = str(file), save_supernet(supernet, file)
     timings["total"] = time.perf_counter() - started
     return result
+
+
+def as_evaluation(result: SupernetResult) -> EvaluationResult:
+    """A supernet training as the worker reports it: ``ok`` with the last epoch's mean probe accuracy as its
+    fitness and the weights' ``digest`` among its metrics; ``stopped`` (resume goes on from the checkpoint) or
+    another failure as a failed result keeping the curve."""
+    fields = {"curve": result.curve, "timings": result.timings, "device": result.device}
+    if result.status != "ok":
+        return EvaluationResult.failed(result.status, result.reason or f"the supernet's training {result.status}",
+                                       **fields)
+    last = result.curve[-1] if result.curve else {}
+    return EvaluationResult(status="ok", fitness=last.get("val_accuracy"), **fields, metrics={
+        "digest": result.digest, "epochs": result.epochs, "steps": result.steps, "resumed_from": result.resumed_from,
+        "accuracy": last.get("val_accuracy")})
+
+
+def _trained(space: Any, dataset: str, training: Any, folder: str | os.PathLike, **options: Any) -> EvaluationResult:
+    try:
+        return as_evaluation(train_supernet(space, dataset, training, folder, **options))
+    except ValueError as error:  # a space no supernet holds, another training's checkpoint: alike on every rank
+        return EvaluationResult.failed("invalid", str(error), device=str(options.get("device", "")))
+
+
+def train_supernet_on(devices: list[str], space: Any, dataset: str, training: dict[str, Any] | TrainingBudget | None,
+                      folder: str | os.PathLike, *, probes: int = PROBES, report: Report | None = None,
+                      **gang: Any) -> EvaluationResult:
+    """:func:`train_supernet` on ``devices`` of this host: in this process on one, else as a data-parallel gang
+    started and watched by :func:`evaluators.data_parallel.run_gang` (one rank per device, every rank on the
+    same path at each step, gradients averaged, the leader writing the checkpoints and the weights into
+    ``folder``, which the ranks share). Never raises: :func:`as_evaluation`'s result, whose ``device`` names
+    every device. ``gang``: :func:`~evaluators.data_parallel.run_gang`'s options (``collective_timeout``, ...)."""
+    if len(devices) == 1:
+        return _trained(space, dataset, training, folder, device=devices[0], probes=probes, report=report)
+    from evaluators.data_parallel import run_gang
+
+    try:
+        budget = training if isinstance(training, TrainingBudget) else TrainingBudget.from_dict(training)
+        job = {"task": "supernet", "space": space_to_config(as_space(space)), "dataset": dataset,
+               "training": budget.to_dict(), "folder": str(folder), "probes": probes}
+    except (ValueError, TypeError, KeyError) as error:
+        return EvaluationResult.failed("invalid", str(error), device=",".join(devices))
+    return run_gang(job, devices, budget, report=report, **gang)
+
+
+def supernet_on_ranks(job: dict[str, Any], ranks: Ranks, report: Report | None) -> EvaluationResult:
+    """What each rank of a supernet gang runs (``evaluators.gang_rank``, a job of ``"task": "supernet"``)."""
+    return _trained(job["space"], job["dataset"], job["training"], job["folder"], device=job["devices"][ranks.rank],
+                    ranks=ranks, probes=job["probes"], report=report)

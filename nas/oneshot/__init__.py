@@ -3,6 +3,7 @@ supernet trains at each step, the search over paths, and the ranking check's sta
 supernet, its training, path scoring) is in ``evaluators.supernet*`` and ``evaluators.path_scoring``."""
 from __future__ import annotations
 
+from nas.oneshot.devices import device_key, per_device
 from nas.oneshot.paths import path_for_step, probe_paths, random_paths
 from nas.oneshot.ranking import kendall_tau, ranking_summary, tau_interval
 from nas.oneshot.search import search_paths
@@ -11,8 +12,10 @@ from nas.oneshot.support import SUPERNET_SPACES, check_supernet_space, supernet_
 __all__ = [
     "SUPERNET_SPACES",
     "check_supernet_space",
+    "device_key",
     "kendall_tau",
     "path_for_step",
+    "per_device",
     "probe_paths",
     "random_paths",
     "ranking_summary",

@@ -5,7 +5,8 @@ the database alone, so a stop, a resume or a new loop after a crash goes on wher
 1. ``supernet``: one individual of role ``supernet`` (numbered after the most paths the strategy may ask for:
    the strategy numbers its paths from 0) whose evaluation is the supernet's whole training
    (``webapp.worker.oneshot``; its progress reports are the page's learning curve). Its weights go to Redis
-   (for the workers) and to ``WeightState`` (for a resume and the downloads). A lost worker's or a stopped
+   (for the workers) and to ``WeightState`` (for a resume and the downloads). On a gang worker it trains data
+   parallel on the largest gang the worker allows (:func:`supernet_devices`). A lost worker's or a stopped
    training is sent again and resumes from its last checkpoint.
 2. ``paths``: the strategy (``oneshot.strategy``) asks for paths, individuals of role ``search`` scored with
    the supernet's weights, many per packet; their fitness is that score, so the table, the charts and the
@@ -31,12 +32,22 @@ from webapp.control.loop import Batch, SearchLoop
 from webapp.control.shell import End
 from webapp.messaging import messages, oneshot_transport
 from webapp.searches import broadcast, oneshot_state
+from webapp.searches.gang_config import MAX_DEVICES
 from webapp.searches.models import Individual, Search, WeightState
 from webapp.searches.oneshot_config import planned_evaluations
 
 log = logging.getLogger(__name__)
 #: Paths kept sent at once per live slot in the path search (scores are fast: packets of many paths).
 PATHS_PER_SLOT = 32
+
+
+def supernet_devices(config: dict[str, Any]) -> int:
+    """The gang the supernet's training asks a gang worker for (``evaluation.devices`` of its packet): the
+    search's ``evaluation.devices`` when a number, else (``auto``, or none given) every device the worker allows
+    in one gang: the supernet is one long evaluation that nothing else waits beside. A plain worker's slot
+    trains it on its one device."""
+    wanted = config.get("evaluation", {}).get("devices", "auto")
+    return wanted if isinstance(wanted, int) else MAX_DEVICES
 
 
 class OneShotLoop(SearchLoop):
@@ -195,8 +206,8 @@ class OneShotLoop(SearchLoop):
     def packet_fields(self, config: dict[str, Any], individual: Individual) -> dict[str, Any]:
         role = individual.role
         if role == Individual.Role.SUPERNET:
-            return {"training": config["training"],
-                    "evaluation": {"mode": "supernet", "supernet": self.oneshot["supernet"]}}
+            return {"training": config["training"], "evaluation": {
+                "mode": "supernet", "supernet": self.oneshot["supernet"], "devices": supernet_devices(config)}}
         digest = oneshot_state.digest(self.search_id)
         if role == Individual.Role.SEARCH:
             return {"training": config["training"], "evaluation": {"mode": "path", "digest": digest}}

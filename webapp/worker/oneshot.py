@@ -1,8 +1,9 @@
 """The evaluation worker's side of a one-shot search (seed 003): the three kinds of evaluation its loop sends
 (``evaluation.mode``), each a thin call into ``evaluators``.
 
-- ``supernet``: the supernet's training, one long evaluation (``evaluators.supernet_training``), reporting loss
-  and the sampled paths' validation accuracy after each epoch; its checkpoint goes to Redis after each epoch, so
+- ``supernet``: the supernet's training, one long evaluation (``evaluators.supernet_training``) on every device
+  the slot holds (a gang worker's gang trains it data parallel), reporting loss and the sampled paths'
+  validation accuracy, per device too, after each epoch; its checkpoint goes to Redis after each epoch, so
   a worker anywhere that takes the training over (a lost worker, a stop and resume) goes on from it; a stop of
   the search hands it back (``hand_back.HandedBack``: reported skipped, sent again on resume). The trained
   weights go to Redis under their digest.
@@ -23,10 +24,14 @@ from evaluators.result import EvaluationResult
 from webapp.messaging import oneshot_transport, transport
 from webapp.worker import hand_back
 
+#: Why a stopped search's supernet training is handed back (the runner's log and the skipped message say it).
+STOPPED = "the search was stopped: the supernet's training goes on from its checkpoint on resume"
+
 
 def train_supernet(individual: dict[str, Any], held: list[str], report: Report | None) -> EvaluationResult:
-    """The supernet's training on ``held[0]``, from the last checkpoint in Redis if there is one."""
-    from evaluators.supernet_training import CHECKPOINT, train_supernet as train
+    """The supernet's training on the devices this slot holds (``held``: one, or a gang worker's gang, one rank
+    each), from the last checkpoint in Redis if there is one."""
+    from evaluators.supernet_training import CHECKPOINT, WEIGHTS, train_supernet_on
 
     search = individual["search"]
     folder = Path(tempfile.mkdtemp(prefix=f"nas-supernet-{search}-"))
@@ -42,21 +47,15 @@ def train_supernet(individual: dict[str, Any], held: list[str], report: Report |
 
         supernet = individual["evaluation"]["supernet"]
         training = {k: v for k, v in supernet.items() if k not in ("sampling", "probes")}
-        result = train(individual["space"], individual["dataset"], training, folder, device=held[0],
-                       probes=supernet["probes"], report=told)
-        if result.status == "stopped":
-            raise hand_back.HandedBack("the search was stopped: the supernet's training goes on from its checkpoint")
-        if result.status != "ok":
-            return EvaluationResult.failed(result.status, result.reason or result.status, curve=result.curve,
-                                           timings=result.timings, device=result.device)
-        data = Path(result.weights).read_bytes()
-        oneshot_transport.put_supernet(search, result.digest, data)
-        last = result.curve[-1] if result.curve else {}
-        return EvaluationResult(
-            status="ok", fitness=last.get("val_accuracy"), curve=result.curve, timings=result.timings,
-            device=result.device, metrics={"digest": result.digest, "epochs": result.epochs, "steps": result.steps,
-                                           "supernet_bytes": len(data), "resumed_from": result.resumed_from,
-                                           "accuracy": last.get("val_accuracy")})
+        result = train_supernet_on(held, individual["space"], individual["dataset"], training, folder,
+                                   probes=supernet["probes"], report=told)
+        if result.failure == "stopped":
+            raise hand_back.HandedBack(STOPPED)
+        if not result.ok:
+            return result
+        data = (folder / WEIGHTS).read_bytes()
+        oneshot_transport.put_supernet(search, result.metrics["digest"], data)
+        return result.with_fields(metrics={**result.metrics, "supernet_bytes": len(data)})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
