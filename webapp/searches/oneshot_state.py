@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Sum
 
+from nas.oneshot.devices import per_device
 from webapp.searches.models import Individual, Search
 
 #: The role of each phase's evaluations.
@@ -53,9 +54,14 @@ def phase_seconds(search: Search | int) -> dict[str, float]:
     return {phase: float(sums.get(role) or 0.0) for phase, role in ROLES.items()}
 
 
+def by_device(curve: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The supernet's curve per device: one row per epoch and rank (``nas.oneshot.devices``), in order."""
+    return [{"epoch": point.get("epoch"), **rank} for point in curve for rank in per_device(point)]
+
+
 def summary(search: Search) -> dict[str, Any]:
-    """The phase, the supernet's training (status, epochs, learning curve, digest), the ranking check and the
-    seconds of evaluation per phase."""
+    """The phase, the supernet's training (status, epochs, learning curve, per device too, digest), the ranking
+    check and the seconds of evaluation per phase."""
     config = search.config["oneshot"]
     stored = (search.stats or {}).get("oneshot") or {}
     row = supernet(search)
@@ -68,7 +74,9 @@ def summary(search: Search) -> dict[str, Any]:
         "supernet": {"epochs": config["supernet"]["epochs"], "status": row.status if row else "waiting",
                      "curve": (row.curve or []) if row else [], "digest": (row.metrics or {}).get("digest") if row
                      else None, "accuracy": row.fitness if row else None, "node": row.node if row else "",
-                     "duration": row.duration if row else None},
+                     "duration": row.duration if row else None,
+                     "devices": (row.metrics or {}).get("devices") or row.device if row else "",
+                     "per_device": by_device(row.curve or []) if row else []},
         "paths": {"scored": scored, "planned": search.evaluations_total},
         "check": {"planned": config["check_ranking"], "done": sum(s in Individual.FINAL for s in check_rows)},
         "ranking": ranking(search), "seconds": phase_seconds(search),

@@ -18,8 +18,15 @@ SIGNAL = signal.SIGUSR1
 
 
 class HandedBack(BaseException):
-    """The evaluation was interrupted because its node was paused. A ``BaseException``: an evaluator's own
-    ``except Exception`` (which turns errors into failed results) must not swallow it."""
+    """The evaluation was interrupted and goes back to the loop: its node was paused (no message), or what the
+    message says (a one-shot search's supernet training handed back when its search stops). A
+    ``BaseException``: an evaluator's own ``except Exception`` (which turns errors into failed results) must not
+    swallow it."""
+
+
+def reason(handed: HandedBack, node: str) -> str:
+    """Why ``handed`` went back, in words for the log and the skipped message."""
+    return str(handed) or f"node {node} was paused"
 
 
 _armed = False
@@ -29,7 +36,7 @@ def _raise(signum, frame) -> None:
     # Installed once and left in place: a signal that arrives late (after the evaluation ended) is ignored here,
     # never left to the default action, which would end the process.
     if _armed:
-        raise HandedBack("the node was paused")
+        raise HandedBack()
 
 
 @contextlib.contextmanager

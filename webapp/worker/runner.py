@@ -119,10 +119,11 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
             with hand_back.interruptible(), evaluation_beat(search_id, individual_id, beat,
                                                             also=hand_back.pause_watch(me.node)):
                 result = run_evaluator(individual, reporter(origin, attempt))
-        except hand_back.HandedBack:
-            log.warning("node %s paused: individual %s of search %s handed back", me.node, individual_id, search_id)
+        except hand_back.HandedBack as handed:
+            why = hand_back.reason(handed, me.node)
+            log.warning("individual %s of search %s handed back: %s", individual_id, search_id, why)
             transport.uncount_start(search_id, individual_id)
-            _push(messages.Skipped(origin, reason=f"node {me.node} was paused"))
+            _push(messages.Skipped(origin, reason=why))
             return "skipped"
         except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
             log.exception("evaluation of individual %s raised", individual_id)
