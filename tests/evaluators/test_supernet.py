@@ -140,3 +140,35 @@ def test_the_gang_launcher_trains_the_supernet_on_two_ranks_and_a_stopped_gang_r
     alone = train_supernet_on(["cpu"], CONFIG, "digits", {**BUDGET, "epochs": 1}, tmp_path / "alone", probes=2)
     assert alone.ok and [r["probes"] for r in per_device(alone.curve[-1])] == [2.0]
     assert alone.metrics["steps"] == resumed.metrics["steps"] // 2  # the same global batch on one device or two
+
+
+def test_a_supernet_gang_that_loses_a_rank_fails_the_attempt_and_the_next_resumes_from_the_checkpoint(tmp_path):
+    import signal
+    import threading
+    import time
+
+    from evaluators.data_parallel import RANK_LOST
+    from evaluators.supernet_training import train_supernet_on
+
+    folder = tmp_path / "gang"
+    folder.mkdir()
+
+    def kill_after_first_checkpoint(pids: list[int], _gang_folder) -> None:
+        def watch() -> None:
+            for _ in range(6000):
+                if (folder / "checkpoint.pt").exists():
+                    os.kill(pids[1], signal.SIGKILL)
+                    return
+                time.sleep(0.01)
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    budget = {**BUDGET, "epochs": 6}
+    lost = train_supernet_on(["cpu", "cpu"], CONFIG, "digits", budget, folder, probes=2, threads=1,
+                             on_ranks=kill_after_first_checkpoint)
+    assert lost.failure == RANK_LOST and "rank 1" in lost.message, lost.message
+    done = load_checkpoint(folder)["epoch"]
+    assert 1 <= done < 6 and not (folder / "supernet.pt").exists()
+    again = train_supernet_on(["cpu", "cpu"], CONFIG, "digits", budget, folder, probes=2, threads=1)
+    assert again.ok and again.metrics["resumed_from"] == done, again.message
+    assert [int(p["epoch"]) for p in again.curve] == [1, 2, 3, 4, 5, 6]

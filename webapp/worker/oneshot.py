@@ -22,7 +22,7 @@ from typing import Any
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import oneshot_transport, transport
-from webapp.worker import hand_back
+from webapp.worker import hand_back, lost_ranks
 
 #: Why a stopped search's supernet training is handed back (the runner's log and the skipped message say it).
 STOPPED = "the search was stopped: the supernet's training goes on from its checkpoint on resume"
@@ -47,8 +47,9 @@ def train_supernet(individual: dict[str, Any], held: list[str], report: Report |
 
         supernet = individual["evaluation"]["supernet"]
         training = {k: v for k, v in supernet.items() if k not in ("sampling", "probes")}
-        result = train_supernet_on(held, individual["space"], individual["dataset"], training, folder,
-                                   probes=supernet["probes"], report=told)
+        result = lost_ranks.again_if_rank_lost(lambda: train_supernet_on(  # again from the leader's checkpoint
+            held, individual["space"], individual["dataset"], training, folder, probes=supernet["probes"],
+            report=told), held)
         if result.failure == "stopped":
             raise hand_back.HandedBack(STOPPED)
         if not result.ok:

@@ -27,7 +27,7 @@ from evaluators.own_data import DataSetUnreadable
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
 from webapp.messaging import messages, node_state, signing, transport
-from webapp.worker import artifacts, data_fetch, device_claims, hand_back, oneshot, slots
+from webapp.worker import artifacts, data_fetch, device_claims, hand_back, lost_ranks, oneshot, slots
 from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
 
@@ -68,22 +68,11 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
 
 def _trained(genome: Any, space: Any, training: Any, dataset: str, held: list[str], **options: Any) -> EvaluationResult:
     """``evaluators.evaluate.evaluate`` on ``held`` (one device, or a gang of them); an attempt of a gang that
-    lost a rank to a signal is run again, ``NAS_MAX_ATTEMPTS`` runs in all, and the result keeps what happened
-    to the earlier ones (``rank_lost``)."""
-    from evaluators.data_parallel import RANK_LOST
+    lost a rank to a signal is run again (``lost_ranks``)."""
     from evaluators.evaluate import evaluate
 
     device = held[0] if len(held) == 1 else held
-    lost: list[str] = []
-    for _ in range(max(1, settings.NAS_MAX_ATTEMPTS)):
-        result = evaluate(genome, space, training, dataset, device, **options)
-        if result.failure != RANK_LOST:
-            break
-        lost.append(result.message)
-        log.warning("a gang on %s lost a rank: %s; trying again", ",".join(held), result.message)
-    if lost:
-        result = result.with_fields(metrics={**result.metrics, "rank_lost": " | ".join(lost)[:500]})
-    return result
+    return lost_ranks.again_if_rank_lost(lambda: evaluate(genome, space, training, dataset, device, **options), held)
 
 
 def _push(message: messages.Message) -> None:
