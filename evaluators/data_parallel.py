@@ -1,5 +1,7 @@
 """One evaluation on a gang of devices of this host: ``evaluate_on_gang(genome, space, training, dataset,
-devices) -> EvaluationResult``, which never raises, like ``evaluators.evaluate.evaluate``.
+devices) -> EvaluationResult``, which never raises, like ``evaluators.evaluate.evaluate``. Its launcher,
+:func:`run_gang`, is the one every gang goes through: a one-shot search's supernet training uses it too
+(``evaluators.supernet_training.train_supernet_on``, a job of ``"task": "supernet"``).
 
 It starts one rank per device as a subprocess (``python -m evaluators.gang_rank``; Celery's pool processes are
 daemonic and cannot start ``multiprocessing`` children, celery#1709), rendezvous through a file of a private
