@@ -140,8 +140,11 @@ def run_gang(job: dict[str, Any], devices: Sequence[str], budget: TrainingBudget
             on_ranks([rank.pid for rank in ranks], folder)
         failure = _watch(ranks, devices, folder, should_stop, safe(report), started, budget, startup_seconds, stall,
                          poll)
-    finally:
+    except BaseException:  # interrupted (a paused node hands its evaluation back): no rank, no folder left
         _kill(ranks)
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _kill(ranks)
     total = time.perf_counter() - started
     try:
         if failure is None:

@@ -174,3 +174,21 @@ def test_a_cell_whose_op_feeds_a_dead_node_trains_on_a_gang():
     result = evaluate_on_gang({"edges": dead}, space, {"epochs": 1, "batch_size": 64}, "digits", ["cpu", "cpu"],
                               threads=1)
     assert result.ok, result.message
+
+
+def test_an_interrupted_gang_leaves_no_rank_and_no_folder():
+    """An exception in the watching process (a paused node's hand-back) kills the ranks and removes the gang's
+    folder before it goes on up."""
+    seen: dict[str, object] = {}
+
+    class HandedBack(BaseException):
+        pass
+
+    def interrupt(pids: list[int], folder: Path) -> None:
+        seen.update(pids=pids, folder=folder)
+        raise HandedBack()
+
+    with pytest.raises(HandedBack):
+        evaluate_on_gang(GENOME, SPACE, BUDGET, "digits", ["cpu", "cpu"], threads=1, on_ranks=interrupt)
+    assert not seen["folder"].exists()
+    assert not [pid for pid in seen["pids"] if psutil.pid_exists(pid)]
