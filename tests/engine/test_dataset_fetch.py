@@ -94,9 +94,11 @@ def test_a_worker_that_can_neither_read_nor_fetch_names_itself(stack, tmp_path, 
     assert individuals and all(i.status == Individual.Status.FAILED for i in individuals)
     for individual in individuals:
         assert individual.failure == "data_unreadable", individual.failure
-        # handed back once; no other live worker to place it on: failed, naming the node tried and why
-        assert individual.attempts == 1, individual.attempts
+        # handed back once (or not tried: its node was known not to read the set by then); no other live
+        # worker to place it on: failed, naming the node tried and why
+        assert individual.attempts <= 1, individual.attempts
         assert individual.message.startswith("no live worker can read the data set; tried 1 node(s): alpha: "
                                              "worker alpha "), individual.message
         assert "'uploaded'" in individual.message, individual.message
         assert f"could not fetch it from {closed}/api/datasets/archives/" in individual.message, individual.message
+    assert any(individual.attempts == 1 for individual in individuals)
