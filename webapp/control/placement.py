@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp.messaging import data_reach, dispatch
+from webapp.messaging import data_reach, dispatch, transport
 
 #: Nodes tried, at most, named in the failure of an evaluation no node can read.
 NAMED = 20
@@ -28,13 +28,19 @@ def readable_slots(search_id: int, live: list[dict[str, Any]]) -> list[dict[str,
 
 
 def queues(search_id: int, pool: str, live: list[dict[str, Any]]) -> list[str]:
-    """The queues to send the search's packets to, in turn: ``[pool]`` while no node is listed (or none is
-    live); else the own queues of the live nodes that can read the set; empty when none can."""
+    """The queues to send the search's packets to, in turn: ``[pool]`` while no node is listed; else the own
+    queues of the nodes taking work (``live``) that can read the set; failing those, of the paused or draining
+    ones that can (the packets wait for a resume: pausing the one node that reads the set fails nothing); empty
+    when no live node can. With no live slot at all the pool queue keeps them until one comes."""
     unreadable = data_reach.nodes(search_id)
-    if not unreadable or not live:
+    if not unreadable:
         return [pool]
-    return sorted({dispatch.own_queue(slot["node"], slot["device"]) for slot in live
-                   if slot.get("node") not in unreadable})
+    for slots in (live, transport.live_slots(pool)):
+        found = sorted({dispatch.own_queue(slot["node"], slot["device"]) for slot in slots
+                        if slot.get("node") not in unreadable})
+        if found:
+            return found
+    return [] if live or transport.live_slots(pool) else [pool]
 
 
 def nobody_reads(search_id: int) -> str:
