@@ -93,3 +93,15 @@ def test_when_no_worker_can_read_the_set_each_evaluation_fails_naming_every_node
         assert individual.message.startswith("no live worker can read the data set; tried 2 node(s): beta: worker "
                                              "beta "), individual.message
         assert "gamma: worker gamma " in individual.message, individual.message
+
+
+def test_a_notice_names_its_worker_once():
+    from webapp.searches import data_notices
+
+    stats: dict = {}
+    assert data_notices.note(stats, "beta", "worker beta (host h) cannot read the data set 'd' at /p, and ...")
+    assert not data_notices.note(stats, "beta", "worker beta (host h) cannot read the data set 'd' at /p, and ...")
+    assert data_notices.note(stats, "alpha", "the archive fetched for abc is refused")
+    assert data_notices.notices(stats) == ["worker alpha: the archive fetched for abc is refused",
+                                           "worker beta (host h) cannot read the data set 'd' at /p, and ..."]
+    assert data_notices.notices(None) == []
