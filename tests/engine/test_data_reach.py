@@ -41,7 +41,8 @@ def _blind(stack, tmp_path, node: str) -> str:
 
 
 def test_a_skipped_message_of_an_earlier_worker_still_parses():
-    origin = {"search": 1, "individual": 2, "number": 0, "task_id": "t", "node": "a", "device": "cpu", "slot": "a/cpu/0"}
+    origin = {"search": 1, "individual": 2, "number": 0, "task_id": "t", "node": "a", "device": "cpu",
+              "slot": "a/cpu/0"}
     old = messages.parse({"type": "skipped", "version": messages.VERSION, **origin, "reason": "search stopped"})
     assert (old.failure, old.attempt) == ("", 0)
     new = messages.parse(messages.to_dict(messages.Skipped(old.origin, "why", failure="data_unreadable", attempt=2)))
