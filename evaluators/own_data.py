@@ -17,6 +17,7 @@ this round (there is no per-batch decoding).
 from __future__ import annotations
 
 import functools
+import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,8 +33,11 @@ class DataSetUnreadable(OSError):
 
 
 def where() -> str:
-    """This worker, as failure messages name it."""
-    return f"worker {socket.gethostname()}"
+    """This worker, as failure messages name it: its node (``NAS_NODE``, as the nodes page names it), and its
+    host when that differs."""
+    host = socket.gethostname()
+    node = os.environ.get("NAS_NODE") or host
+    return f"worker {node}" + (f" (host {host})" if node != host else "")
 
 
 def _fit(image: Any, size: int, mode: str) -> np.ndarray:

@@ -44,6 +44,7 @@
     state.skew = serverTime ? serverTime * 1000 - arrived : 0;
     for (const label of Object.keys(snap.node_counts || {})) addNodeOption(label);
     showSearch(snap.search);
+    showUnreadable(snap.data_unreadable);
     showSummary(snap.summary);
     const fitness = chart("fitness");
     if (fitness && !fitness.dataset.clicks) {
@@ -67,6 +68,19 @@
     if (!el) return;
     el.textContent = status === "running" ? "" : (reason || "");
     el.hidden = !el.textContent;
+  }
+
+  // One line per worker that cannot read the search's data set (its evaluations went to the others).
+  function showUnreadable(notices) {
+    const el = document.getElementById("data-unreadable");
+    if (!el || !notices) return;
+    el.replaceChildren(...notices.map((text) => {
+      const line = document.createElement("p");
+      line.className = "bad";
+      line.textContent = text;
+      return line;
+    }));
+    el.hidden = !notices.length;
   }
 
   function showSearch(s) {
@@ -258,6 +272,7 @@
       if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
     }
     else if (event.type === "search.progress") { progress(event); redrawSoon("beliefs"); }
+    else if (event.type === "search.data_unreadable") showUnreadable(event.data.notices);
     else if (event.type === "individual.progress") { curves.grow(event.data); return; }
     else if (event.type === "search.status") {
       state.status = event.data.status;

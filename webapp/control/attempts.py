@@ -93,6 +93,18 @@ def record_lost(individual: Individual, why: str, reason: str = "worker_lost") -
                 finished=individual.finished or timezone.now(), duration=None, peak_memory_bytes=None)
 
 
+def record_unreadable(individual: Individual, message: messages.Skipped) -> Attempt | None:
+    """An attempt handed back because its worker can neither read nor fetch the data set: failed, with the
+    worker's reason (``data_unreadable``), on that worker's node; the evaluation goes on elsewhere."""
+    if not message.attempt:  # handed back before it was counted: no attempt was made
+        return None
+    origin = message.origin
+    return _row(individual, number_of(individual, message.attempt), outcome=Attempt.Outcome.FAILED,
+                **_failure_fields(message.failure, message.reason), node=origin.node, device=origin.device,
+                slot=origin.slot, started=individual.started, finished=timezone.now(), duration=None,
+                peak_memory_bytes=None)
+
+
 def before(individual: Individual, number: int) -> None:
     """A worker starts (or reports) attempt ``number``: each earlier attempt of the run that left no row died
     with its worker (a kill -9 whose task the broker handed out again). The latest one, whose node the individual

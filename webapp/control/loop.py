@@ -24,11 +24,11 @@ from django.utils import timezone
 from nas.packet import adaptive_ind_len, split_packets
 from nas.spaces import space_from_config
 from nas.strategies import get_strategy
-from webapp.control import attempts, faults, final, kept, pruning, recording, strategy_store
+from webapp.control import attempts, faults, final, kept, placement, pruning, recording, strategy_store
 from webapp.control.shell import End, LoopShell, Send
 from webapp.control.slot_time import SlotTime
-from webapp.messaging import allocation_state, messages, signing, transport
-from webapp.searches import broadcast, final_runs
+from webapp.messaging import allocation_state, data_reach, messages, signing, transport
+from webapp.searches import broadcast, data_notices, final_runs
 from webapp.searches.models import Individual, Search
 from webapp.searches.data_config import dataset_argument
 
@@ -201,10 +201,15 @@ class SearchLoop(LoopShell):
             self.strategy.tell(individual.number, result)
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
-        """A slot dropped it because the search was stopped: sent again at once if the search runs again
-        meanwhile, else marked not sent (no copy of it is left in the queue) until a resume sends it."""
+        """A slot dropped it (the search was stopped, its node paused, or it cannot read the data set: then its
+        attempt and a notice are recorded): sent again at once if the search runs, else marked not sent (no copy
+        of it is left in the queue) until a resume sends it."""
         if individual.status in Individual.FINAL:
             return
+        if message.failure == data_reach.FAILURE:  # its worker cannot read the data set: placed elsewhere
+            attempts.record_unreadable(individual, message)
+            if data_notices.note(search.stats, message.origin.node, message.reason):
+                batch.events.append(("search.data_unreadable", {"notices": data_notices.notices(search.stats)}))
         if search.status == Search.Status.RUNNING and not transport.is_stopped(self.search_id):
             batch.resend.append(individual)
         elif recording.mark_unsent(individual):
@@ -243,7 +248,7 @@ class SearchLoop(LoopShell):
         running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
         beats = transport.heartbeats(self.search_id, [i.pk for i in running])
         stale = [i for i in running if beats.get(i.pk) is None and (wall - i.started).total_seconds() > ttl]
-        idle = any(slot.get("current") is None for slot in self.live_slots())
+        idle = any(slot.get("current") is None for slot in placement.readable_slots(self.search_id, self.live_slots()))
         queued = self._in_flight().filter(status=Individual.Status.QUEUED, dispatched__isnull=False)
         lost = [i for i in queued if idle and (wall - i.dispatched).total_seconds() > grace]
         if stale:  # each attempt that died with its worker leaves its reason and node
@@ -253,7 +258,7 @@ class SearchLoop(LoopShell):
                                          f"{ttl:g} s: its worker died; sent again")
         resend, failed = [], []
         for individual in stale + lost:
-            if transport.starts(self.search_id, individual.pk) >= settings.NAS_MAX_ATTEMPTS:
+            if transport.starts(self.search_id, individual.pk) >= data_reach.allowed_attempts(self.search_id):
                 failed.append(individual)
             else:
                 resend.append(individual)
@@ -357,7 +362,12 @@ class SearchLoop(LoopShell):
     def _send(self, individuals: list[Individual], resent: bool = False) -> None:
         """Send individuals as packets to the pool queue, each one task: at most seed 000's adaptive ``ind_len``
         each, and no fewer packets than live slots, so no slot idles while another holds two. The packets are
-        recorded as sent (fenced) before they go; one lost between the two is sent again after the queue grace."""
+        recorded as sent (fenced) before they go; one lost between the two is sent again after the queue grace. They go
+        to the pool queue, or, once a node cannot read the data set, to the nodes that can (``placement``)."""
+        queues = placement.queues(self.search_id, self.pool, self.live_slots())
+        if not queues:  # every live node said it cannot read the search's data set
+            self._fail(individuals, data_reach.FAILURE, placement.nobody_reads(self.search_id))
+            return
         config = self.search.config
         slots = max(len(self.live_slots()), 1)
         rounds = self.search.stats.get("packets", 0) // slots
@@ -376,8 +386,8 @@ class SearchLoop(LoopShell):
                 recording.mark_sent(search, chunk, task_id, len(json.dumps(data)) + len(signature), resent)
             recording.save_stats(search)
         self.search = search
-        for _, data, signature, task_id in packets:
-            self.send(data, signature, task_id, self.pool)
+        for n, (_, data, signature, task_id) in enumerate(packets):
+            self.send(data, signature, task_id, queues[n % len(queues)])
 
     # --- the end -----------------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any
 from webapp.dashboard import charts
 from webapp.dashboard.beliefs_chart import search_beliefs
 from webapp.dashboard.curve_chart import search_curves
-from webapp.searches import accounting
+from webapp.searches import accounting, data_notices
 from webapp.searches.pruning_stats import saved_epochs
 from webapp.services import queries
 from webapp.searches.models import Search
@@ -31,7 +31,8 @@ def snapshot(search: Search) -> dict[str, Any]:
     if panel is not None:
         figures["beliefs"] = panel
     return {
-        "seq": seq, "search": queries.search_row(search), "summary": summary, "figures": figures,
+        "seq": seq, "search": queries.search_row(search), "data_unreadable": data_notices.notices(search.stats),
+        "summary": summary, "figures": figures,
         "plotted": [p["number"] for p in points], "start": start, "objectives": objectives,
         "best": max((p["fitness"] for p in points if p["fitness"] is not None), default=None),
         "node_counts": _node_counts(points), "running": running, "now": now,

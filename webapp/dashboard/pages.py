@@ -17,7 +17,7 @@ from webapp.dashboard.beliefs_chart import beliefs_kind
 from webapp.dashboard.curve_chart import CURVE_WAITS, individual_curve
 from webapp.dashboard.failure_view import failure_view
 from webapp.dashboard.schedule_panel import schedule_view
-from webapp.searches import final_runs
+from webapp.searches import data_notices, final_runs
 from webapp.searches.kinds import kind_of, kinds
 from webapp.searches.data_config import dataset_argument
 from webapp.searches.models import Individual, Search
@@ -126,6 +126,7 @@ def architecture_context(request: HttpRequest, search: Search) -> dict[str, Any]
         "workers_idle": node_control.idle_reason(search.config.get("pool", "eval"))
         if search.status == Search.Status.RUNNING else "",
         "final": final_runs.summary(search),
+        "data_unreadable": data_notices.notices(search.stats),
     }
 
 

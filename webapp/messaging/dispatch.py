@@ -23,6 +23,12 @@ CONTROL_QUEUE = "control"
 Send = Callable[[dict[str, Any], str, str, str], None]
 
 
+def own_queue(node: str, device: str) -> str:
+    """The queue only the worker of ``device`` on ``node`` consumes (besides its pool's): ``eval.<node>.<device>``,
+    the device without its colon (``eval.alpha.cuda0``). The loop sends here what must run on that worker."""
+    return f"eval.{node}.{device.replace(':', '')}"
+
+
 def start_loop(search_id: int) -> None:
     """Ask a control worker to run (or take over) the loop of ``search_id``."""
     current_app.send_task(RUN_SEARCH, args=[search_id], queue=CONTROL_QUEUE)

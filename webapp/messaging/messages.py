@@ -9,7 +9,12 @@ and who sends it (:class:`Origin`), then its own fields:
 | ``started`` | a slot starts evaluating an individual | ``attempt``, ``time`` |
 | ``progress`` | a training reports an intermediate value | ``attempt``, ``step``, ``epoch``, ``metrics``, ``time`` |
 | ``result`` | the evaluation ended, well or not | ``attempt``, ``started``, ``finished``, ``duration``, ``packet_bytes``, ``result`` |
-| ``skipped`` | a slot dropped the evaluation of a stopped search | ``reason`` |
+| ``skipped`` | a slot dropped the evaluation (a stopped search, a paused node, a data set it cannot read) | ``reason``, ``failure``, ``attempt`` |
+
+A ``skipped`` message's ``failure`` is empty, or ``data_unreadable`` when this worker can neither read nor
+fetch the search's data set (the loop re-places the evaluation on a worker that can); its ``attempt`` is the
+attempt it ends, 0 when none was counted. Both may be absent (a worker of an earlier release): a field with a
+default is optional.
 
 A ``result`` is seed 000's "replied processed data" for one individual: a worker reports each individual of
 a packet as soon as it is evaluated, so the loop learns of it at once rather than at the end of the packet.
@@ -83,6 +88,8 @@ class Skipped:
     type: ClassVar[str] = "skipped"
     origin: Origin
     reason: str
+    failure: str = ""  #: ``data_unreadable``: this worker cannot read the data set (else empty)
+    attempt: int = 0  #: the attempt this ends (0: none was counted)
 
 
 Message = Union[Started, Progress, Result, Skipped]
@@ -145,6 +152,8 @@ def parse(data: Any) -> Message:
         if field.name == "origin":
             continue
         if field.name not in data:
+            if field.default is not dataclasses.MISSING:
+                continue
             raise MalformedMessage(f"a {cls.type} message lacks {field.name}")
         values[field.name] = _check(field.name, data[field.name], field.type)
     return cls(**values)

@@ -97,6 +97,11 @@ def slot_key(node: str, device: str, slot: int) -> str:
     return f"nas:slot:{node}:{device}:{slot}"
 
 
+def unreadable_key(search_id: int) -> str:
+    """The nodes that cannot read the search's data set (``webapp.messaging.data_reach``)."""
+    return f"nas:unreadable:{search_id}"
+
+
 def kept_key(search_id: int, individual_id: int) -> str:
     return f"nas:kept:{search_id}:{individual_id}"
 
@@ -319,14 +324,16 @@ def forget_run(search_id: int, individual_ids: list[int]) -> None:
     removed, so a worker runs them as new and counts their attempts from 1."""
     keys = [key(search_id, pk) for pk in individual_ids
             for key in (starts_key, done_key, heartbeat_key, prune_key)]
-    if keys:
+    if keys:  # and every node tries the search's data set again (its mount may have been fixed meanwhile)
+        keys.append(unreadable_key(search_id))
         client().delete(*keys)
 
 
 def forget_search(search_id: int) -> None:
     """Remove a deleted search's lists and markers."""
     redis_ = client()
-    redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id), admit_key(search_id))
+    redis_.delete(results_key(search_id), processing_key(search_id), stop_key(search_id), admit_key(search_id),
+                  unreadable_key(search_id))
     for pattern in (f"nas:hb:{search_id}:*", f"nas:starts:{search_id}:*", f"nas:done:{search_id}:*",
                     f"nas:kept:{search_id}:*", f"nas:prune:{search_id}:*"):
         keys = list(redis_.scan_iter(match=pattern, count=1000))

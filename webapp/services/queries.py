@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
-from webapp.searches import accounting, final_runs, oneshot_state
+from webapp.searches import accounting, data_notices, final_runs, oneshot_state
 from webapp.searches.models import Individual, Search
 from webapp.searches.broadcast import individual_event
 
@@ -64,7 +64,8 @@ def search_detail(search: Search) -> dict[str, Any]:
     oneshot = {"oneshot": oneshot_state.summary(search), "tau": oneshot_state.tau(search)} \
         if search.config.get("kind") == "oneshot" else {}  # tau: None until the ranking check is done
     return {**search_row(search), "config": search.config, "summary": accounting.summary(search.stats),
-            "best": search.best, **({"final": final} if final is not None else {}), **oneshot}
+            "best": search.best, "data_unreadable": data_notices.notices(search.stats),
+            **({"final": final} if final is not None else {}), **oneshot}
 
 
 #: The columns ``individual_event`` reads. It reads them as attributes, so plain rows of these give the same

@@ -6,7 +6,8 @@ lock. Never through Redis: a data set may be gigabytes. ``NAS_DATA_FETCH=always`
 shared file system, or a test of the fetch).
 
 A set that is neither readable nor fetchable fails the evaluation with ``data_unreadable``, the message naming
-this worker, the path and why the fetch failed (the search page shows it).
+this worker, the path and why the fetch failed: the runner hands it back for a worker that can, and the search
+page shows the message (``webapp.messaging.data_reach``).
 """
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ from django.conf import settings
 from evaluators import data_cache
 from evaluators.catalog import is_registered
 from evaluators.own_data import DataSetUnreadable, where
+from webapp.messaging import data_reach
 from webapp.messaging.dataset_signing import signed_headers
 
 log = logging.getLogger(__name__)
-FAILURE = "data_unreadable"
+FAILURE = data_reach.FAILURE
 #: Seconds a fetch waits for the server's next bytes before it gives up.
 READ_TIMEOUT = 120
 

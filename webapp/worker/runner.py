@@ -9,8 +9,10 @@ heartbeat, and push what happened to the search's loop. No database access here 
   reported ``skipped`` as well, its attempt not counted, and nothing of it is recorded;
 - each start counts an attempt; past ``NAS_MAX_ATTEMPTS`` (a genome that kills its worker every time) the
   individual fails with ``worker_lost`` without running again;
-- a worker that can neither read nor fetch the registered data set hands the individual back (``skipped``, its
-  attempt counted) so that another worker takes it; the last attempt fails with ``data_unreadable``;
+- a worker that can neither read nor fetch the registered data set lists its node as one that cannot
+  (``webapp.messaging.data_reach``) and hands the individual back (``skipped`` with ``data_unreadable``, its
+  attempt counted but not against ``NAS_MAX_ATTEMPTS``): the loop re-places it on a node that can, or fails it
+  naming every node tried when none is left. A listed node hands back what it is given of that search at once;
 - OOM, divergence, timeouts and invalid genomes are results (failed, with a reason), never exceptions.
 """
 from __future__ import annotations
@@ -26,7 +28,7 @@ from evaluators.failure_text import describe
 from evaluators.own_data import DataSetUnreadable
 from evaluators.reporting import Report
 from evaluators.result import EvaluationResult
-from webapp.messaging import messages, node_state, signing, transport
+from webapp.messaging import data_reach, messages, node_state, signing, transport
 from webapp.worker import artifacts, data_fetch, device_claims, hand_back, lost_ranks, oneshot, slots
 from webapp.worker.reporter import reporter
 from webapp.worker.heartbeat import evaluation_beat
@@ -95,9 +97,13 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
     if not node_state.takes_work(state):
         _push(messages.Skipped(origin, reason=f"node {me.node} is {state}"))
         return "skipped"
+    unreadable = data_reach.cannot_read(search_id, me.node)
+    if unreadable is not None:  # sent before the loop learnt it: back to the loop, which places it elsewhere
+        _push(messages.Skipped(origin, reason=unreadable[:500], failure=data_reach.FAILURE))
+        return "skipped"
     attempt = transport.count_start(search_id, individual_id)
     started = time.time()
-    if attempt > settings.NAS_MAX_ATTEMPTS:
+    if attempt > data_reach.allowed_attempts(search_id):
         result = EvaluationResult.failed(
             "worker_lost", f"the worker died during each of {settings.NAS_MAX_ATTEMPTS} attempts")
     else:
@@ -119,11 +125,10 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
             result = EvaluationResult.failed("error", describe(error))
         finally:
             slots.set_current(None)
-        if result.failure == data_fetch.FAILURE and attempt < settings.NAS_MAX_ATTEMPTS:
-            # This host can neither read nor fetch the data set: handed back for another worker, the attempt
-            # counted (so a set no worker reaches fails after NAS_MAX_ATTEMPTS, with this message).
+        if result.failure == data_reach.FAILURE:  # this node can neither read nor fetch the data set
             log.warning("individual %s of search %s handed back: %s", individual_id, search_id, result.message)
-            _push(messages.Skipped(origin, reason=result.message[:500]))
+            data_reach.mark(search_id, me.node, result.message)
+            _push(messages.Skipped(origin, reason=result.message[:500], failure=data_reach.FAILURE, attempt=attempt))
             return "skipped"
     finished = time.time()
     _push(messages.Result(origin, attempt=attempt, started=started, finished=finished, duration=finished - started,

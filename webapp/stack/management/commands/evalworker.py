@@ -17,7 +17,7 @@ from webapp.stack.privileges import quiet_root_warning
 from webapp.searches.checks import POOL, POOL_RULE
 from webapp.settings.env import redis_tls
 from webapp.stack.evalnode import resolve_devices, supervise
-from webapp.messaging import cluster_state
+from webapp.messaging import cluster_state, dispatch
 from webapp.stack.gang_options import remove_ledger, resolve_gang
 from webapp.stack.redis_server import ping_error, redact
 
@@ -108,7 +108,7 @@ class Command(BaseCommand):
         quiet_root_warning()  # started as root by up (webapp.stack.privileges)
         app.worker_main([
             "worker",
-            "--queues", f"{options['pool']},eval.{node}.{short}",
+            "--queues", f"{options['pool']},{dispatch.own_queue(node, device)}",
             "--include", "webapp.worker.tasks",  # this process's tasks only (the loop sends them by name)
             "--hostname", f"eval-{short}@{node}",
             "--concurrency", str(options["slots"]),
