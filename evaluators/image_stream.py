@@ -70,7 +70,12 @@ class _Normalised:
         self.mean, self.std = mean, std
 
     def __call__(self, images: list[np.ndarray]) -> torch.Tensor:
-        return torch.from_numpy(normalise(np.stack(images), self.mean, self.std))
+        stacked = np.stack(images)
+        # Into torch's own (64-byte aligned) memory, as the in-memory tensors are: the CPU kernels' results can
+        # depend on the alignment in their last bits, and the two paths are to train to the same network.
+        out = torch.empty(stacked.shape, dtype=torch.float32)
+        normalise(stacked, self.mean, self.std, out=out.numpy())
+        return out
 
 
 def _sums(images: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:

@@ -143,7 +143,9 @@ def registered_arrays(spec: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 def add_sums(images: np.ndarray) -> np.ndarray:
     """``(B, 2, C)`` integer sums of each ``uint8`` image's values and squared values per channel (exact)."""
     wide = images.astype(np.int64)
-    return np.stack([wide.sum(axis=(2, 3)), (wide * wide).sum(axis=(2, 3))], axis=1)
+    sums = wide.sum(axis=(2, 3))
+    wide *= wide  # in place: one int64 copy of the images at a time
+    return np.stack([sums, wide.sum(axis=(2, 3))], axis=1)
 
 
 def channel_stats(sums: np.ndarray, pixels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -155,10 +157,11 @@ def channel_stats(sums: np.ndarray, pixels: int) -> tuple[np.ndarray, np.ndarray
     return mean.astype(np.float32).reshape(shape), (np.sqrt(variance) + 1e-6).astype(np.float32).reshape(shape)
 
 
-def normalise(images: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    """``uint8`` images ``(B, C, S, S)`` as normalised ``float32``: the same values for an image whichever batch
-    it is in."""
-    out = images.astype(np.float32)
+def normalise(images: np.ndarray, mean: np.ndarray, std: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``uint8`` images ``(B, C, S, S)`` as normalised ``float32`` (into ``out`` when given): the same values for an
+    image whichever batch it is in."""
+    out = np.empty(images.shape, dtype=np.float32) if out is None else out
+    np.copyto(out, images, casting="unsafe")  # exact: every uint8 is a float32
     out /= np.float32(255.0)  # in place: one float copy of the batch, no temporaries
     out -= mean
     out /= std

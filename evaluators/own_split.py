@@ -40,8 +40,8 @@ CACHE_VARIABLE = "NAS_DATA_CACHE_MB"
 DEFAULT_CACHE_MB = 1024
 #: Bytes kept in memory per decoded value: one ``uint8`` and one ``float32``.
 BYTES_PER_VALUE = 5
-#: Images normalised at once when the in-memory tensors are filled.
-CHUNK_VALUES = 1 << 22
+#: Values summed or normalised at once when the in-memory tensors are filled (8 MB of int64 sums at most).
+CHUNK_VALUES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,19 +73,44 @@ def _megabytes(count: int) -> str:
     return f"{count / 1e6:,.1f} MB"
 
 
+def over_budget(spec: Mapping[str, Any]) -> str | None:
+    """Why the folder set ``spec`` is streamed (its decoded size over the budget), ``None`` to keep it in memory
+    (an ``npz`` always is)."""
+    if spec["kind"] != "folder":
+        return None
+    try:
+        files, _ = folder_files(Path(spec["path"]), tuple(spec["classes"]))
+    except OSError as error:
+        raise DataSetUnreadable(f"{where()} cannot read the data set at {spec['path']}: {error}") from None
+    needed = in_memory_bytes(len(files), int(spec["channels"]), int(spec["input_size"]))
+    budget = cache_budget_bytes()
+    return f"{_megabytes(needed)} decoded, over {CACHE_VARIABLE}'s {_megabytes(budget)}" if needed > budget else None
+
+
 def split(spec: Mapping[str, Any], seed: int, device: str) -> OwnSplit:
     """The registered set ``spec``'s split by ``seed`` on ``device``, in memory or streamed (module docstring)."""
-    channels, size = int(spec["channels"]), int(spec["input_size"])
-    if spec["kind"] == "folder":
-        try:
-            files, _ = folder_files(Path(spec["path"]), tuple(spec["classes"]))
-        except OSError as error:
-            raise DataSetUnreadable(f"{where()} cannot read the data set at {spec['path']}: {error}") from None
-        needed, budget = in_memory_bytes(len(files), channels, size), cache_budget_bytes()
-        if needed > budget:
-            return _streamed(spec, seed, device, f"{_megabytes(needed)} decoded, over {CACHE_VARIABLE}'s "
-                                                 f"{_megabytes(budget)}")
-    return _in_memory(spec, seed, device)
+    why = over_budget(spec)
+    return _streamed(spec, seed, device, why) if why else _in_memory(spec, seed, device)
+
+
+def whole(spec: Mapping[str, Any], normalization: Mapping[str, list[float]],
+          device: str) -> tuple[torch.Tensor | StreamedImages, torch.Tensor]:
+    """Every image of ``spec`` (a held-out set), normalised with another set's ``normalization``, in memory or
+    streamed as :func:`split` would, and the labels."""
+    mean = np.asarray(normalization["mean"], dtype=np.float32).reshape(1, -1, 1, 1)
+    std = np.asarray(normalization["std"], dtype=np.float32).reshape(1, -1, 1, 1)
+    if over_budget(spec):
+        files, y, _ = _first_pass(spec["path"], spec["digest"], tuple(spec["classes"]), int(spec["channels"]),
+                                  int(spec["input_size"]))
+        return StreamedImages(files, np.arange(len(y)), int(spec["channels"]), mean, std, device), \
+            torch.from_numpy(y).to(device)
+    x, y = decoded(spec["kind"], spec["path"], spec["digest"], tuple(spec["classes"]), int(spec["channels"]),
+                   int(spec["input_size"]))
+    if x.dtype == np.uint8:
+        images = _rows_normalised(x, np.arange(len(y)), mean, std, device)
+    else:
+        images = torch.from_numpy(np.ascontiguousarray((x - mean) / std, dtype=np.float32)).to(device)
+    return images, torch.from_numpy(y).to(device)
 
 
 def _rows_normalised(x: np.ndarray, rows: np.ndarray, mean: np.ndarray, std: np.ndarray,
@@ -103,7 +128,8 @@ def _in_memory(spec: Mapping[str, Any], seed: int, device: str) -> OwnSplit:
                    int(spec["input_size"]))
     train, val = stratified_split(y, float(spec["validation_share"]), seed)
     if x.dtype == np.uint8:
-        sums = sum(add_sums(x[train[i:i + 4096]]).sum(axis=0) for i in range(0, len(train), 4096))
+        step = max(1, CHUNK_VALUES // x[0].size)
+        sums = sum(add_sums(x[train[i:i + step]]).sum(axis=0) for i in range(0, len(train), step))
         mean, std = channel_stats(sums, len(train) * x.shape[2] * x.shape[3])
 
         def put(rows: np.ndarray) -> torch.Tensor:
