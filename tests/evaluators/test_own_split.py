@@ -100,6 +100,18 @@ def test_streaming_holds_a_few_batches_not_the_set(tmp_path, monkeypatch):
     assert peaks["streamed"] < peaks["kept"] / 4, peaks
 
 
+def test_dataloader_workers_decode_the_same_batches(digit_set, monkeypatch):
+    """``NAS_DATA_WORKERS=2``: the batches decoded in two worker processes, in order, the same as in memory."""
+    kept, streamed = both(digit_set, monkeypatch)
+    monkeypatch.setenv("NAS_DATA_WORKERS", "2")
+    picks = [torch.arange(start, start + 30) for start in range(0, 300, 30)]
+    for pick, batch in zip(picks, streamed.train_x.batches(picks)):
+        assert torch.equal(batch, kept.train_x.index_select(0, pick))
+    monkeypatch.setenv("NAS_DATA_WORKERS", "two")
+    with pytest.raises(ValueError, match="NAS_DATA_WORKERS must be a whole number"):
+        streamed.train_x.index_select(0, torch.tensor([0]))
+
+
 def test_the_budget_setting_is_checked(monkeypatch):
     monkeypatch.setenv("NAS_DATA_CACHE_MB", "lots")
     with pytest.raises(ValueError, match="NAS_DATA_CACHE_MB must be a number"):
