@@ -24,8 +24,8 @@ def backdate(folder, hours: float) -> None:
         os.utime(path, (when, when))
 
 
-def test_an_abandoned_upload_is_removed_when_the_next_one_starts(data_dir, digits, tmp_path, client, users,  # noqa: F811
-                                                                  settings):
+def test_an_abandoned_upload_is_removed_when_the_next_one_starts(data_dir, digits, tmp_path, client,  # noqa: F811
+                                                                  users, settings):
     settings.NAS_UPLOAD_TTL_HOURS = 24
     client.force_login(users["owner"])
     archive = archive_folder(digits, tmp_path / "d.zip")
