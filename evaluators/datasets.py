@@ -8,9 +8,11 @@ worker processes on the hot path (a batch is an index into a tensor already on t
   (``catalog.FILES`` lists them; ``catalog.unavailable`` checks them without torch; ``NAS_DATA_DIR`` defaults to
   ``data/`` in the repository.)
 - ``synthetic``: class templates plus noise, generated from a fixed seed (learnable, for tests and benchmarks).
-- a registered set (``catalog``'s description, a dict): read by ``evaluators.own_data`` (digest checked, decoded
-  once per process), split stratified by class with its ``validation_share``; ``augment`` turns on random crops
-  and flips in training (``evaluators.augment``).
+- a registered set (``catalog``'s description, a dict): read by ``evaluators.own_split`` (digest checked,
+  decoded once per process and kept when it fits ``NAS_DATA_CACHE_MB``, else decoded per batch from disk: then
+  ``train_x`` and ``val_x`` are ``evaluators.image_stream.StreamedImages``, which the training loop takes as
+  well), split stratified by class with its ``validation_share``; ``augment`` turns on random crops and flips in
+  training (``evaluators.augment``).
 
 Only the training files are read: the validation split is carved out of them by the seed, so a search never
 sees the test set. CIFAR-10 and Fashion-MNIST are downloaded (by torchvision) only when asked
@@ -53,6 +55,8 @@ class DatasetSplit:
     classes: int
     normalization: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     augment: bool = False
+    #: How a registered set was loaded (in memory or streamed) and the memory that takes; empty for built-ins.
+    loading: str = ""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -161,15 +165,14 @@ def _load(key: str, device: str, seed: int, folder: str | None, download: bool |
     name = json.loads(key) if registered else key
     _, classes = dataset_shape(name)
     if registered:
-        from evaluators.own_data import registered_arrays, stratified_split
+        from evaluators.own_split import split
 
-        x, y = registered_arrays(name)
-        train, val = stratified_split(y, float(name["validation_share"]), seed)
-        scale = 1.0
-    else:
-        x, y = _arrays(name, data_dir(folder), download)
-        train, val = split_indices(len(x), VALIDATION_FRACTION[name], seed)
-        scale = RAW_IMAGES[name][0]
+        own = split(name, seed, device)
+        return DatasetSplit(label(name), own.train_x, own.train_y, own.val_x, own.val_y, classes,
+                            own.normalization, augment=bool(name.get("augment")), loading=own.note)
+    x, y = _arrays(name, data_dir(folder), download)
+    train, val = split_indices(len(x), VALIDATION_FRACTION[name], seed)
+    scale = RAW_IMAGES[name][0]
     mean = x[train].mean(axis=(0, 2, 3), keepdims=True)
     std = x[train].std(axis=(0, 2, 3), keepdims=True) + 1e-6
     x = (x - mean) / std
@@ -178,5 +181,4 @@ def _load(key: str, device: str, seed: int, folder: str | None, download: bool |
     def put(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
-    return DatasetSplit(label(name), put(x[train]), put(y[train]), put(x[val]), put(y[val]), classes, normalization,
-                        augment=bool(registered and name.get("augment")))
+    return DatasetSplit(name, put(x[train]), put(y[train]), put(x[val]), put(y[val]), classes, normalization)

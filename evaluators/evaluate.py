@@ -68,6 +68,8 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, rank
 
     data = load_dataset(dataset, str(resolved), budget.seed)
     report["normalization"] = data.normalization
+    if data.loading:  # a registered set: kept in memory or streamed from disk, and what that takes
+        report["metrics"]["data_loading"] = data.loading
     report["timings"]["data"] = time.perf_counter() - started
 
     mark = time.perf_counter()

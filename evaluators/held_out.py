@@ -5,18 +5,18 @@ leaves ``held_out_*`` out); the Best zip's README reports the figure and its ``p
 
 The images are read as the training set's (``evaluators.own_data``: Pillow, the channels converted, fitted to the
 input size, values 0..1; corrupt files skipped) and normalised with the training split's statistics, as the
-exported ``model.py`` does.
+exported ``model.py`` does; kept in memory or decoded per batch as a training set would be
+(``evaluators.own_split.whole``, ``NAS_DATA_CACHE_MB``).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import torch
 
 from evaluators.budget import TrainingBudget
-from evaluators.own_data import registered_arrays
+from evaluators.own_split import whole
 from evaluators.training import validate
 
 
@@ -30,9 +30,6 @@ def held_out_spec(dataset: Any) -> dict[str, Any] | None:
 def score(model: torch.nn.Module, spec: Mapping[str, Any], normalization: Mapping[str, list[float]],
           device: torch.device, budget: TrainingBudget) -> dict[str, Any]:
     """``{"held_out_accuracy", "held_out_images"}`` of ``model`` on the held-out set ``spec``."""
-    x, y = registered_arrays(spec)
-    mean = np.asarray(normalization["mean"], dtype=np.float32).reshape(1, -1, 1, 1)
-    std = np.asarray(normalization["std"], dtype=np.float32).reshape(1, -1, 1, 1)
-    inputs = torch.from_numpy(np.ascontiguousarray((x - mean) / std)).to(device)
-    _, accuracy = validate(model, inputs, torch.from_numpy(y).to(device), budget)
-    return {"held_out_accuracy": float(accuracy), "held_out_images": int(len(y))}
+    images, labels = whole(spec, normalization, str(device))
+    _, accuracy = validate(model, images, labels, budget)
+    return {"held_out_accuracy": float(accuracy), "held_out_images": int(len(labels))}

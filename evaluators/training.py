@@ -1,6 +1,7 @@
 """How a candidate is trained, for any number of devices: :func:`fit` (epochs, validation, the learning curve,
 progress reports that may stop it), :func:`train_one_epoch` and :func:`validate`, on tensors already on the
-device: cross-entropy, Adam by default, fp32 or bf16 autocast with channels_last. Deterministic on the CPU for a
+device or on a registered set decoded per batch (``evaluators.image_stream.StreamedImages``, :func:`batches`):
+cross-entropy, Adam by default, fp32 or bf16 autocast with channels_last. Deterministic on the CPU for a
 fixed seed (the batch order comes from a seeded ``torch.Generator``, never from global state).
 
 The world size is a parameter (:mod:`evaluators.ranks`), never a second loop: on one device every collective
@@ -14,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,8 +27,8 @@ from evaluators.datasets import DatasetSplit
 from evaluators.ranks import Ranks
 from evaluators.reporting import Report, report_points, safe
 
-__all__ = ["Diverged", "Stopped", "TimedOut", "TrainingBudget", "autocast", "fit", "make_optimizer", "train_one_epoch",
-           "validate"]
+__all__ = ["Diverged", "Stopped", "TimedOut", "TrainingBudget", "autocast", "batches", "fit", "make_optimizer",
+           "train_one_epoch", "validate"]
 
 #: The loss is checked for NaN/inf every this many steps (each check waits for the GPU).
 CHECK_EVERY = 16
@@ -83,7 +84,15 @@ def finite(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: torch.optim.Optimizer,
+def batches(x: Any, picks: list[slice | torch.Tensor]) -> Iterator[torch.Tensor]:
+    """The rows of ``x`` at each pick (a slice or an index tensor), in order: from a tensor on the device, or
+    decoded from disk per batch for a set too large to keep (``StreamedImages.batches``)."""
+    if isinstance(x, torch.Tensor):
+        return (x[pick] if isinstance(pick, slice) else x.index_select(0, pick) for pick in picks)
+    return x.batches(picks)
+
+
+def train_one_epoch(model: nn.Module, x: Any, y: torch.Tensor, optimizer: torch.optim.Optimizer,
                     budget: TrainingBudget, generator: torch.Generator, deadline: float | None = None,
                     fault: str | None = None, after_step: Callable[[int], bool] | None = None,
                     ranks: Ranks | None = None, augment: bool = False) -> float:
@@ -108,10 +117,8 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
     steps = count // batch
     order = torch.randperm(count, generator=generator).to(x.device)  # the same on every rank
     total = torch.zeros((), device=x.device)
-    for step in range(steps):
-        begin = step * batch + ranks.rank * local
-        index = order[begin:begin + local]
-        inputs = x.index_select(0, index)
+    picks = [order[step * batch + ranks.rank * local:step * batch + (ranks.rank + 1) * local] for step in range(steps)]
+    for step, (index, inputs) in enumerate(zip(picks, batches(x, picks))):
         if augment:
             from evaluators.augment import augment_batch
 
@@ -148,7 +155,7 @@ def train_one_epoch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimize
 
 
 @torch.no_grad()
-def validate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, budget: TrainingBudget,
+def validate(model: nn.Module, x: Any, y: torch.Tensor, budget: TrainingBudget,
              deadline: float | None = None, ranks: Ranks | None = None) -> tuple[float, float]:
     """(mean loss, accuracy) over every image of ``(x, y)``, in batches of the budget's size; on a gang each rank
     validates its share and the sums are added (the deadline is then the training steps' to enforce)."""
@@ -161,8 +168,9 @@ def validate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, budget: Trainin
     batch = max(budget.batch_size, 256)
     loss = torch.zeros((), device=x.device, dtype=torch.float64)
     correct = torch.zeros((), device=x.device, dtype=torch.int64)
-    for start in range(0, len(shard_x), batch):
-        inputs = prepare_input(shard_x[start:start + batch], budget.precision)
+    picks = [slice(start, start + batch) for start in range(0, len(shard_x), batch)]
+    for start, inputs in zip(range(0, len(shard_x), batch), batches(shard_x, picks)):
+        inputs = prepare_input(inputs, budget.precision)
         with autocast(x.device, budget.precision):
             logits = model(inputs).float()
         targets = shard_y[start:start + batch]

@@ -14,7 +14,9 @@ gigabytes goes through ordinary requests and a broken connection costs one chunk
 
 An upload's state is files, no table: ``NAS_DATA_DIR/uploads/<id>/upload.json`` (owner, name, size) and
 ``chunk-<i>`` files. Only the user who started an upload may send to it or finish it; another user's id is
-"no such upload".
+"no such upload". An upload that received nothing for ``NAS_UPLOAD_TTL_HOURS`` (its newest file's time: the
+start, the last chunk, or a finish begun) is abandoned: :func:`clean_abandoned`, run at every upload's start,
+removes it, whoever's it was.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import os
 import re
 import secrets
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,35 @@ def _folder(owner, upload: Any) -> tuple[Path, dict[str, Any]]:
     return folder, meta
 
 
+def last_activity(folder: Path) -> float:
+    """The newest modification time of the upload's folder and files (``time.time()`` scale)."""
+    times = [folder.stat().st_mtime]
+    for entry in os.scandir(folder):
+        try:
+            times.append(entry.stat(follow_symlinks=False).st_mtime)
+        except OSError:  # removed meanwhile (a chunk renamed into place)
+            continue
+    return max(times)
+
+
+def clean_abandoned(now: float | None = None) -> list[str]:
+    """Remove the uploads that received nothing for ``NAS_UPLOAD_TTL_HOURS``; their ids."""
+    root = uploads_dir()
+    if not root.is_dir():
+        return []
+    cutoff = (time.time() if now is None else now) - settings.NAS_UPLOAD_TTL_HOURS * 3600
+    removed = []
+    for folder in root.iterdir():
+        try:
+            old = folder.is_dir() and last_activity(folder) < cutoff
+        except OSError:
+            continue
+        if old:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
 def _limit_message(size: int) -> str:
     return (f"The archive is {size:,} bytes, over the limit of {settings.NAS_DATASET_MAX_BYTES:,} bytes "
             f"(NAS_DATASET_MAX_BYTES, set by the administrator); nothing was registered.")
@@ -87,6 +119,7 @@ def start(owner, name: Any, filename: Any, size: Any, shared: Any = False) -> di
         raise RegisterError(f"An upload needs the archive's size in bytes, a positive integer (got {size!r:.60}).")
     if size > settings.NAS_DATASET_MAX_BYTES:
         raise RegisterError(_limit_message(size))
+    clean_abandoned()
     upload = secrets.token_hex(16)
     folder = uploads_dir() / upload
     folder.mkdir(parents=True)
@@ -138,6 +171,7 @@ def finish(owner, upload: Any) -> DataSet:
     """Join, check, unpack, scan and register the upload (see the module's docstring); :class:`RegisterError`
     with nothing registered (and the upload removed, unless only chunks are missing)."""
     folder, meta = _folder(owner, upload)
+    os.utime(folder)  # active: a clean-up meanwhile leaves it alone
     archive = _join(folder, meta)
     try:
         return register_archive(owner, meta["name"], archive, meta["filename"], meta["shared"], upload[:8])

@@ -13,6 +13,7 @@
 | ``NAS_DATASET_ROOTS`` | ``NAS_DATA_DIR`` | folders (``os.pathsep``-separated) a registered data set's path must lie under |
 | ``NAS_DATASET_MAX_BYTES`` | 4 GiB | the largest data-set archive an upload may send, and unpack to |
 | ``NAS_UPLOAD_CHUNK_BYTES`` | 2 MiB (the most) | bytes per chunk of an upload |
+| ``NAS_UPLOAD_TTL_HOURS`` | 24 | an upload that received nothing for this long is removed when the next one starts |
 | ``NAS_SERVER_URL`` | ``http://127.0.0.1:8000`` | where a worker fetches a data set it cannot read by path |
 | ``NAS_DATA_FETCH`` | ``auto`` | ``auto``: a worker reads a set's path when it can, else fetches it; ``always``: fetches |
 | ``NAS_DATA_CACHE`` | ``NAS_DATA_DIR/cache`` | a worker host's fetched data sets, by digest |
@@ -38,6 +39,9 @@ NAS_DATASET_ROOTS = [str(Path(p).expanduser().resolve())
 NAS_DATASET_MAX_BYTES = env_int("NAS_DATASET_MAX_BYTES", 4 << 30)
 # Bytes per upload chunk: under DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB), so a chunk is an ordinary body.
 NAS_UPLOAD_CHUNK_BYTES = min(env_int("NAS_UPLOAD_CHUNK_BYTES", 2 << 20), 2 << 20)
+# An upload that received nothing (no start, chunk or finish) for this many hours is abandoned: the next upload's
+# start removes it with its chunks.
+NAS_UPLOAD_TTL_HOURS = env_int("NAS_UPLOAD_TTL_HOURS", 24)
 # Workers (webapp.worker.data_fetch): the web server they fetch a registered set's archive from, by digest, when
 # its path cannot be read on their host (or always, NAS_DATA_FETCH=always), into a per-host cache.
 NAS_SERVER_URL = env_str("NAS_SERVER_URL", "http://127.0.0.1:8000")
