@@ -109,16 +109,18 @@ def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: fl
 
 
 def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
-                    prior_duration: float = 60.0, policy: Policy | None = None) -> Outcome:
+                    prior_duration: float = 60.0, policy: Policy | None = None,
+                    prior: dict[str, Any] | None = None) -> Outcome:
     """Run ``scenario`` on ``devices`` (one host of that many, or a :class:`Cluster`) split into fixed gangs of
-    ``gang`` or ``"auto"`` (decided by ``policy``, the planner by default)."""
+    ``gang`` or ``"auto"`` (decided by ``policy``, the planner by default); ``prior``: other arguments of the
+    search's ``ThroughputModel`` (``prior_spread``, ``prior_efficiency``)."""
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
     policy = policy or plan_policy
     space = get_space("pelee")
     strategy = get_strategy(scenario.strategy, space, seed=seed, **scenario.params)
     barrier = isinstance(strategy, GenerationalStrategy)
     sizes = gang_sizes(cluster.devices, gang)
-    model = ThroughputModel(prior_duration=prior_duration)
+    model = ThroughputModel(prior_duration=prior_duration, **(prior or {}))
     config = {"duration": scenario.duration, "distribution": "lognormal", "sigma": scenario.sigma}
     outcome = Outcome()
     records = {name: {"host": name, "devices": cluster.devices, "sizes": list(sizes), "running": []}

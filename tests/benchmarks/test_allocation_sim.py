@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.allocation_sim import Cluster, Scenario, simulate_search
+from benchmarks.allocation_sim import Cluster, Scenario, plan_policy, simulate_search
 from evaluators.simulated import draw_duration, simulate
 
 TAIL = Scenario("tail", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=0.0,
@@ -52,3 +52,16 @@ def test_simulated_gang_takes_t1_over_g_times_efficiency(monkeypatch):
     assert slept == [pytest.approx(draw_duration(config, "k") / (4 * 0.25))]
     assert result.device.split(",") == ["simulated"] * 4
     assert simulate("k", config).device == "simulated"
+
+
+def test_the_searchs_prior_can_be_set_and_a_bad_one_is_named():
+    seen = []
+
+    def spy(model, records, pending, now, here, free):
+        seen.append(model.prior_spread)
+        return plan_policy(model, records, pending, now, here, free)
+
+    outcome = simulate_search(TAIL, 8, "auto", policy=spy, prior={"prior_spread": 1.0})
+    assert outcome.evaluations > 0 and set(seen) == {1.0}
+    with pytest.raises(ValueError, match="prior_spread"):
+        simulate_search(TAIL, 8, "auto", prior={"prior_spread": -1})
