@@ -49,9 +49,9 @@ def rate(schedule: str, base: float, epoch: int, epochs: int, warmup: float) -> 
     return base
 
 
-def record(count: int, epochs: int, seed: int, subset: int, path: Path) -> dict:
-    """Train ``count`` architectures on ``subset`` training images (few enough that the architectures and schedules
-    end apart); their curves, schedules, costs and the seconds it took, written to ``path`` after each one (a run
+def record(count: int, epochs: int, seed: int, subset: int, path: Path, first: int = 0) -> dict:
+    """Train architectures ``first`` to ``count - 1`` on ``subset`` training images (few enough that the
+    architectures and schedules    end apart); their curves, schedules, costs and the seconds it took, written to ``path`` after each one (a run
     that was interrupted goes on from there: candidate ``i`` is drawn from ``seed`` and ``i`` alone)."""
     import torch
     import torch.nn.functional as F
@@ -68,7 +68,7 @@ def record(count: int, epochs: int, seed: int, subset: int, path: Path) -> dict:
     train_x, train_y = data.train_x[train], data.train_y[train]
     done = json.loads(path.read_text()) if path.exists() else {"values": [], "shapes": [], "costs": [], "seconds": 0.0}
     curves, shapes, costs, started = done["values"], done["shapes"], done["costs"], time.perf_counter() - done["seconds"]
-    for index in range(len(curves), count):
+    for index in range(first + len(curves), count):
         rng = np.random.default_rng([seed, index])
         genome = space.sample(rng)
         schedule = SCHEDULES[int(rng.integers(len(SCHEDULES)))]
@@ -97,11 +97,22 @@ def record(count: int, epochs: int, seed: int, subset: int, path: Path) -> dict:
         shapes.append(schedule)
         costs.append((time.perf_counter() - mark) / epochs)
         saved = {"epochs": epochs, "values": curves, "shapes": shapes, "costs": costs,
-                 "seconds": time.perf_counter() - started, "seed": seed, "subset": subset, "complete": False}
+                 "seconds": time.perf_counter() - started, "seed": seed, "subset": subset, "first": first,
+                 "complete": False}
         path.write_text(json.dumps(saved))
         print(f"  {index + 1}/{count} {schedule} lr {base:.4f}: {values[0]:.3f} -> {values[-1]:.3f}", flush=True)
     saved = {**json.loads(path.read_text()), "complete": True}
     path.write_text(json.dumps(saved))
+    return saved
+
+
+def merged(paths: list[Path]) -> dict:
+    """Recordings of disjoint index ranges (``--first``, recorded at once by several processes) as one: every
+    candidate is drawn from the seed and its index alone, so any set of indices is a sample of the same space."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    saved = {**parts[0], "seconds": sum(p["seconds"] for p in parts), "complete": all(p["complete"] for p in parts)}
+    for key in ("values", "shapes", "costs"):
+        saved[key] = [v for p in parts for v in p[key]]
     return saved
 
 
@@ -122,14 +133,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=20, help="seeded orders replayed (default 20)")
     parser.add_argument("--first-seed", type=int, default=100, help="the first order's seed (default 100)")
     parser.add_argument("--workers", type=int, default=8, help="evaluation slots (default 8)")
-    parser.add_argument("--curves", default=str(CURVES), help="the recorded curves (JSON): read if present")
+    parser.add_argument("--curves", default=str(CURVES), help="the recorded curves (JSON): read if present; "
+                        "several files, comma-separated, are replayed as one pool (recorded with --first)")
+    parser.add_argument("--first", type=int, default=0, help="record from this candidate index on (default 0; a "
+                        "second process records a second range into its own file)")
     parser.add_argument("--record-only", action="store_true", help="record the curves and stop")
     parser.add_argument("--output", default="early_stop_real")
     args = parser.parse_args(argv)
-    path = Path(args.curves)
-    saved = json.loads(path.read_text()) if path.exists() else {}
+    paths = [Path(p) for p in args.curves.split(",")]
+    path = paths[0]
+    saved = merged(paths) if all(p.exists() for p in paths) else {}
     if not saved.get("complete"):
-        saved = record(args.candidates, args.epochs, 0, args.subset, path)
+        saved = record(args.candidates, args.epochs, 0, args.subset, path, args.first)
     if args.record_only:
         return
     seeds = range(args.first_seed, args.first_seed + args.seeds)
