@@ -26,7 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.early_stop import HEADERS, PRUNERS, Pool, checks, replay, summarise, _coverage, _percent  # noqa: E402
+from benchmarks.early_stop import (HEADERS, PRUNERS, WHERE_HEADERS, Pool, _coverage, _percent, checks,  # noqa: E402
+                                   replay, summarise, where)
 from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
 
 SCHEDULES = ("constant", "step", "cosine", "warmup", "slow")
@@ -138,12 +139,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--first", type=int, default=0, help="record from this candidate index on (default 0; a "
                         "second process records a second range into its own file)")
     parser.add_argument("--record-only", action="store_true", help="record the curves and stop")
+    parser.add_argument("--partial", action="store_true", help="replay the curves recorded so far without recording "
+                        "more (a recording still under way, in another process)")
     parser.add_argument("--output", default="early_stop_real")
     args = parser.parse_args(argv)
     paths = [Path(p) for p in args.curves.split(",")]
     path = paths[0]
     saved = merged(paths) if all(p.exists() for p in paths) else {}
-    if not saved.get("complete"):
+    if not saved.get("complete") and not (args.partial and saved):
         saved = record(args.candidates, args.epochs, 0, args.subset, path, args.first)
     if args.record_only:
         return
@@ -157,6 +160,8 @@ def main(argv: list[str] | None = None) -> None:
     finals = sorted((c[-1] for c in saved["values"]), reverse=True)
     report = Report(args.output, "Early stopping on real training curves (digits, per-candidate schedules)",
                     command_line(argv, "early_stop_real.py"))
+    if not saved.get("complete"):
+        report.add(f"**A partial recording**: the {count} candidates recorded so far of a recording under way.")
     mix = ", ".join(f"{s} {saved['shapes'].count(s)}" for s in shapes)
     report.add(f"{count} chain architectures (at most 3 layers) trained {saved['epochs']} epochs on {saved['subset']} digits images with SGD (batches of 32) "
                f"under per-candidate learning-rate schedules ({mix}), "
@@ -164,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
                f"{finals[-1]:.3f} to {finals[0]:.3f} (5th best {finals[4]:.3f}). Seeds {seeds.start}-{seeds.stop - 1}: "
                f"the pool in a seeded order on {args.workers} asynchronous slots, every pruner of "
                "`early_stop.py` with its parameters there.\n\n" + table(HEADERS, summarise(runs)))
+    report.add("## Where `curve`'s epochs go\n\n" + table(WHERE_HEADERS, where(runs)))
     report.add("## `curve` at its defaults: coverage per schedule\n\n"
                + table(shapes, [[_percent(_coverage(runs["curve"], s)) for s in shapes]]))
     cells, passed = checks(runs, tuple(shapes))
