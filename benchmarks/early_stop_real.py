@@ -5,7 +5,7 @@ Recording (needs torch; once, a few minutes on one CPU thread): ``--candidates``
 chain space, each trained with SGD (momentum 0.9) at a log-uniform base rate under one of :data:`SCHEDULES`
 (constant; step decay by 10 at 50% and 75%; cosine; linear warm-up over 20-50% then cosine; a slow constant
 rate), validation accuracy recorded after every epoch. The curves go to a small JSON file
-(``benchmarks/results/early_stop_real-curves.json``), read back on later runs.
+(``benchmarks/results/early_stop_real-curves.json`` and ``-30.json``, candidates 0-29 and 30-59), read back on later runs.
 
 Replaying (numpy only): the recorded pool, shuffled by each seed, is driven through every pruner of
 ``benchmarks/early_stop.py`` on ``--workers`` asynchronous slots exactly as the control loop drives it (a pruned
@@ -31,7 +31,8 @@ from benchmarks.early_stop import (HEADERS, PRUNERS, WHERE_HEADERS, Pool, _cover
 from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
 
 SCHEDULES = ("constant", "step", "cosine", "warmup", "slow")
-CURVES = RESULTS / "early_stop_real-curves.json"
+#: The committed recording: candidates 0-29 and 30-59, recorded at once by two processes (``--first 30``).
+CURVES = f'{RESULTS / "early_stop_real-curves.json"},{RESULTS / "early_stop_real-curves-30.json"}'
 
 
 def rate(schedule: str, base: float, epoch: int, epochs: int, warmup: float) -> float:
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=20, help="seeded orders replayed (default 20)")
     parser.add_argument("--first-seed", type=int, default=100, help="the first order's seed (default 100)")
     parser.add_argument("--workers", type=int, default=8, help="evaluation slots (default 8)")
-    parser.add_argument("--curves", default=str(CURVES), help="the recorded curves (JSON): read if present; "
+    parser.add_argument("--curves", default=CURVES, help="the recorded curves (JSON): read if present; "
                         "several files, comma-separated, are replayed as one pool (recorded with --first)")
     parser.add_argument("--first", type=int, default=0, help="record from this candidate index on (default 0; a "
                         "second process records a second range into its own file)")
