@@ -4,8 +4,9 @@ under its own learning-rate schedule, so that the curves' shapes differ as they 
 Recording (needs torch; once, a few minutes on one CPU thread): ``--candidates`` architectures drawn from the
 chain space, each trained with SGD (momentum 0.9) at a log-uniform base rate under one of :data:`SCHEDULES`
 (constant; step decay by 10 at 50% and 75%; cosine; linear warm-up over 20-50% then cosine; a slow constant
-rate), validation accuracy recorded after every epoch. The curves go to a small JSON file
-(``benchmarks/results/early_stop_real-curves.json`` and ``-30.json``, candidates 0-29 and 30-59), read back on later runs.
+rate), validation accuracy recorded after every epoch. The curves go to small JSON files
+(``benchmarks/results/early_stop_real-curves.json`` and ``-30.json``, candidates 0-29 and 30-59), read back on
+later runs.
 
 Replaying (numpy only): the recorded pool, shuffled by each seed, is driven through every pruner of
 ``benchmarks/early_stop.py`` on ``--workers`` asynchronous slots exactly as the control loop drives it (a pruned
@@ -53,8 +54,9 @@ def rate(schedule: str, base: float, epoch: int, epochs: int, warmup: float) -> 
 
 def record(count: int, epochs: int, seed: int, subset: int, path: Path, first: int = 0) -> dict:
     """Train architectures ``first`` to ``count - 1`` on ``subset`` training images (few enough that the
-    architectures and schedules    end apart); their curves, schedules, costs and the seconds it took, written to ``path`` after each one (a run
-    that was interrupted goes on from there: candidate ``i`` is drawn from ``seed`` and ``i`` alone)."""
+    architectures and schedules end apart); their curves, schedules, costs and the seconds it took, written to
+    ``path`` after each one (a run that was interrupted goes on from there: candidate ``i`` is drawn from ``seed``
+    and ``i`` alone, so two processes can record two ranges into two files)."""
     import torch
     import torch.nn.functional as F
 
