@@ -45,6 +45,7 @@ PRUNERS: dict[str, dict[str, Any]] = {
     "asha": {"min_steps": 2, "eta": 3},
     "curve": {"upper": 1.0},  # its defaults; upper: the curves are accuracies (the engine sets it so)
     "curve (audit 0.2)": {"upper": 1.0, "audit": 0.2},
+    "curve (k 1)": {"upper": 1.0, "k": 1},  # the value to beat is the incumbent best: more saved, the best at risk
 }
 #: Mixes: the share of each shape (in the order of SHAPES) and the shapes whose candidates are drawn best.
 MIXES: dict[str, tuple[tuple[float, ...], tuple[str, ...]]] = {
@@ -55,6 +56,8 @@ MIXES: dict[str, tuple[tuple[float, ...], tuple[str, ...]]] = {
     "late risers best": ((0.2, 0.2, 0.2, 0.15, 0.1, 0.15), ("late",)),
 }
 TOP = 5
+#: The candidates started before 19 can have completed on 8 slots (19 + 8): they train in full under `curve`.
+FIRST = 27
 
 
 class Pool:
@@ -94,6 +97,7 @@ def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: in
     trained: dict[int, float] = {}
     stopped: set[int] = set()
     held: dict[str, list[int]] = {}  # shape -> [intervals that held the observed final, intervals]
+    bounded: set[int] = set()  # candidates given a bounded interval at some report
     spent, reports = 0.0, 0
     while events:
         now, cid, index = heapq.heappop(events)
@@ -106,6 +110,7 @@ def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: in
             tally = held.setdefault(pool.shapes[cid], [0, 0])
             tally[0] += decision.low <= pool.values[cid][-1] <= decision.high
             tally[1] += 1
+            bounded.add(cid)
         last = index == len(pool.steps) - 1
         if decision.stop or last:
             pruner.complete(cid, None if decision.stop else pool.values[cid][index])
@@ -122,7 +127,11 @@ def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: in
     top = sorted(range(len(pool.finals)), key=lambda c: -pool.finals[c])[:TOP]
     return {"epochs": sum(trained.values()), "best": pool.finals[chosen], "best_stopped": top[0] in stopped,
             "top_stopped": bool(stopped & set(top)), "cost_us": 1e6 * spent / max(reports, 1), "held": held,
-            "audit": pruner.audit_report()}
+            "audit": pruner.audit_report(),
+            "first_epochs": sum(e for c, e in trained.items() if c not in bounded and c < FIRST),
+            "where": {"never bounded": sum(e for c, e in trained.items() if c not in bounded),
+                      "bounded, went on": sum(e for c, e in trained.items() if c in bounded and c not in stopped),
+                      "stopped": sum(trained[c] for c in stopped), "stops": len(stopped)}}
 
 
 def _coverage(results: list[dict[str, Any]], shape: str | None = None) -> float | None:
@@ -154,6 +163,29 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
 HEADERS = ["pruner", "epochs trained (mean)", "fewer epochs than none (mean ratio)", "best final found (mean)",
            "gap to none (points, mean)", "runs: true best stopped", "runs: a top-5 stopped",
            "coverage of its 90% intervals", "cost per report (us, median)", "audit: false stops / audited"]
+
+
+WHERE_HEADERS = ["pruner", "epochs on candidates never given a bounded interval (mean)", "of which the first "
+                 "27 started", "epochs on candidates bounded but not stopped", "epochs on stopped ones",
+                 "candidates stopped (mean)", "mean epoch at a stop"]
+
+
+def where(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    """Where the curve pruners' epochs go (means over seeds): candidates never given a bounded interval (too few
+    completed or close look-alikes; the first :data:`FIRST` started can have none: 19 must complete first, on 8
+    slots), bounded ones let go on, stopped ones."""
+    rows = []
+    for name, results in runs.items():
+        if not name.startswith("curve"):
+            continue
+        w = [r["where"] for r in results]
+        stops = sum(x["stops"] for x in w)
+        rows.append([name, f"{statistics.mean(x['never bounded'] for x in w):.0f}",
+                     f"{statistics.mean(r['first_epochs'] for r in results):.0f}",
+                     f"{statistics.mean(x['bounded, went on'] for x in w):.0f}",
+                     f"{statistics.mean(x['stopped'] for x in w):.0f}", f"{stops / len(w):.1f}",
+                     f"{sum(x['stopped'] for x in w) / stops:.1f}" if stops else "-"])
+    return rows
 
 
 def checks(runs: dict[str, list[dict[str, Any]]], names: tuple[str, ...] = SHAPES) -> tuple[list[str], bool]:
@@ -307,6 +339,8 @@ def main(argv: list[str] | None = None) -> None:
         cells, passed = checks(runs)
         all_checks.append([mix, *cells, "pass" if passed else "FAIL"])
         per_shape.append([mix, *(_percent(_coverage(runs["curve"], s)) for s in SHAPES)])
+        report.add(f"Where `curve`'s epochs go ({mix}; none trains {args.candidates * args.epochs})\n\n"
+                   + table(WHERE_HEADERS, where(runs)))
     report.add("## `curve` at its defaults: coverage of its 90% intervals per shape\n\n"
                + table(["mix", *SHAPES], per_shape))
     report.add("## The issue's checks for `curve` at its defaults, per mix\n\n"
