@@ -45,6 +45,7 @@ from evaluators.path_scoring import score_paths  # noqa: E402
 from evaluators.ranking_check import check_ranking  # noqa: E402
 from evaluators.supernet_training import train_supernet  # noqa: E402
 from nas.oneshot import search_paths  # noqa: E402
+from nas.oneshot.ranking import ranking_summary  # noqa: E402
 from nas.spaces import space_from_config  # noqa: E402
 from nas.strategies import Result, get_strategy  # noqa: E402
 
@@ -80,7 +81,8 @@ def oneshot(space, dataset: str, args: argparse.Namespace, seed: int, folder: Pa
     timings: list[dict[str, float]] = []
 
     def score(paths):
-        scored = score_paths(paths, space, dataset, weights=supernet.weights, digest=supernet.digest, seed=seed)
+        scored = score_paths(paths, space, dataset, weights=supernet.weights, digest=supernet.digest, seed=seed,
+                             calibration_images=args.calibration_images)
         timings.extend(r["timings"] for r in scored["results"] if r["status"] == "ok")
         return [r["accuracy"] for r in scored["results"]]
 
@@ -113,6 +115,21 @@ def tau_text(summary: dict[str, Any], paths: list[dict[str, Any]]) -> str:
     return f"{summary['tau']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}] (n={summary['n']})"
 
 
+def tau_by_calibration(check: dict[str, Any], space, dataset: str, supernet, args: argparse.Namespace,
+                       seed: int) -> str:
+    """Tau of the check's paths when the supernet scores come from ``--tau-calibrations`` images each (the
+    stand-alone accuracies are the check's): what a cheaper recalibration costs in ranking quality."""
+    usable = [r for r in check["paths"] if r["standalone"] is not None]
+    texts = []
+    for images in args.tau_calibrations:
+        scored = score_paths([r["path"] for r in usable], space, dataset, weights=supernet.weights,
+                             digest=supernet.digest, seed=seed, calibration_images=images)["results"]
+        pairs = [(s["accuracy"], r["standalone"]) for s, r in zip(scored, usable) if s["accuracy"] is not None]
+        summary = ranking_summary([a for a, _ in pairs], [b for _, b in pairs])
+        texts.append(f"{images}: {summary['tau']:.2f}")
+    return ", ".join(texts)
+
+
 def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
     space = space_from_config({"name": "cell", "cells_per_stage": args.cells, "stages": args.stages,
                                "channels": args.channels})
@@ -126,17 +143,24 @@ def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
             ea_final, ea_final_s = final(ea["best"], space, dataset, args)
             one_final, one_final_s = final(one["best"], space, dataset, args)
             print(f"{dataset} seed {seed}: finals done", flush=True)
+            mark = time.process_time()
             check = check_ranking(space, dataset, {**candidate_budget(args, seed), "epochs": args.check_epochs},
                                   weights=one["supernet"].weights, digest=one["supernet"].digest, count=args.check,
                                   seed=1000 + seed)
+            check_s = time.process_time() - mark
+            taus = tau_by_calibration(check, space, dataset, one["supernet"], args, seed)
         ea_search = ea["seconds"]["search"]
         one_search = one["seconds"]["supernet"] + one["seconds"]["paths"]
         summary = check["summary"]
+        pipeline = one_search + one_final_s
+        evolution_total = ea_search + ea_final_s
         checks.append(summary)
         rows.append([seed, f"{100 * ea_final:.2f}", f"{100 * one_final:.2f}", f"{100 * (one_final - ea_final):+.2f}",
                      f"{ea_search:.1f}", f"{one['seconds']['supernet']:.1f}", f"{one['seconds']['paths']:.1f}",
                      f"{one_search / ea_search:.2f}", f"{ea_final_s:.1f} / {one_final_s:.1f}",
-                     tau_text(summary, check["paths"]),
+                     f"{pipeline / evolution_total:.3f}", f"{check_s:.1f}",
+                     f"{(pipeline + check_s) / evolution_total:.2f}",
+                     tau_text(summary, check["paths"]), taus,
                      f"{one['paths_per_second']:.1f}",
                      f"{1e3 * one['overhead']:.3f} / {1e3 * one['per_path']:.1f}"
                      f" ({100 * one['overhead'] / one['per_path']:.2f}%)",
@@ -145,13 +169,16 @@ def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
     headers = ["seed", "evolution final acc %", "one-shot final acc %", "difference (points)",
                "evolution search device-s", "supernet device-s", "path search device-s",
                "one-shot / evolution search device-s", "final training device-s (evolution / one-shot)",
-               "Kendall tau [95% interval] over random paths", "path scoring paths/s (1 CPU thread)",
+               "whole pipeline / evolution + final, device-s (no check)", "ranking check device-s",
+               "whole pipeline with the check / evolution + final",
+               "Kendall tau [95% interval] over random paths", "tau by calibration images (same paths)", "path scoring paths/s (1 CPU thread)",
                "per-path overhead / scoring ms (share)", "supernet probes' mean val acc % (last epoch)"]
     report.add(f"## {dataset}\n\nSpace: cell, {args.cells} cell(s) per stage, {args.stages} stages, {args.channels} "
                f"channels. Evolution: regularized (population {args.population}, tournament {args.sample}), "
                f"{args.evaluations} candidates x {args.epochs} epochs. One-shot: supernet {args.supernet_epochs} "
                f"epochs (lr {args.supernet_lr}), regularized over paths (population {args.path_population}, "
-               f"tournament {args.sample}), {args.paths} paths scored. Final: {args.final_epochs} epochs, training seed "
+               f"tournament {args.sample}), {args.paths} paths scored, batch-norm statistics from "
+               f"{args.calibration_images} training images per path. Final: {args.final_epochs} epochs, training seed "
                f"0, for both. Ranking check: {args.check} random paths x {args.check_epochs} epochs stand-alone. Device-s are CPU seconds of "
                f"this process (one torch thread), so other work on the machine does not inflate them.\n\n"
                + table(headers, rows))
@@ -177,6 +204,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--path-population", type=int, default=20)
     parser.add_argument("--paths", type=int, default=100)
     parser.add_argument("--path-batch", type=int, default=10)
+    parser.add_argument("--calibration-images", type=int, default=512, help="BN recalibration images per path")
+    parser.add_argument("--tau-calibrations", type=int, nargs="*", default=[128, 256, 512],
+                        help="calibration sizes whose tau is measured on the check's paths")
     parser.add_argument("--final-epochs", type=int, default=15)
     parser.add_argument("--check", type=int, default=20)
     parser.add_argument("--check-epochs", type=int, default=4, help="stand-alone budget of the ranking check")
