@@ -28,7 +28,7 @@ def test_a_oneshot_configuration_gets_its_defaults():
     assert checked["kind"] == "oneshot" and checked["space"]["name"] == "cell"
     assert checked["oneshot"]["strategy"]["name"] == "regularized"
     assert checked["oneshot"]["strategy"]["params"]["max_evaluations"] == 100
-    assert checked["oneshot"]["supernet"]["epochs"] == 10 and checked["oneshot"]["supernet"]["sampling"] == "uniform"
+    assert checked["oneshot"]["supernet"]["epochs"] == 20 and checked["oneshot"]["supernet"]["sampling"] == "uniform"
     assert checked["oneshot"]["supernet"]["seed"] == checked["training"]["seed"]
     assert checked["oneshot"]["check_ranking"] == 0 and "final" not in checked and "strategy" not in checked
     tiny = check_config(TINY)

@@ -19,7 +19,7 @@ TEMPLATE = "dashboard/oneshot_form.html"
 #: What a new form shows: every section a user is likely to change, small enough for minutes on a CPU.
 STARTER: dict[str, Any] = {
     "kind": "oneshot", "space": {"name": "cell"}, "dataset": "digits", "training": {"epochs": 3},
-    "oneshot": {"supernet": {"epochs": 10},
+    "oneshot": {"supernet": {"epochs": 20},
                 "strategy": {"name": "regularized", "seed": 0,
                              "params": {"population": 16, "sample_size": 4, "max_evaluations": 100}},
                 "check_ranking": 10},

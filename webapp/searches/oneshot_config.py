@@ -9,7 +9,7 @@ top paths are trained from scratch (``final``). :func:`webapp.searches.config.ch
  "space": {"name": "cell", "nodes": 4},                  # a space a supernet can hold (nas.oneshot.support)
  "dataset": "digits",
  "training": {"epochs": 3, "batch_size": 64, ...},       # the stand-alone training: ranking check and final runs
- "oneshot": {"supernet": {"epochs": 10, "sampling": "uniform", "probes": 4, ...training fields},
+ "oneshot": {"supernet": {"epochs": 20, "sampling": "uniform", "probes": 4, ...training fields},
              "strategy": {"name": "regularized", "seed": 0, "params": {...}},   # the search over paths
              "check_ranking": 20},                       # paths trained stand-alone for Kendall's tau (0: none)
  "final": {"top": 1, "epochs": 20},                      # retrain the best paths from scratch (optional)
@@ -40,7 +40,7 @@ SAMPLING = ("uniform",)
 #: evolutionary search's starter set).
 STRATEGY_PARAMS: dict[str, int] = {"population": 16, "sample_size": 4, "max_evaluations": 100}
 #: The supernet's training fields a configuration leaves out (one-shot supernets train longer than a candidate).
-SUPERNET_DEFAULTS: dict[str, Any] = {"epochs": 10}
+SUPERNET_DEFAULTS: dict[str, Any] = {"epochs": 20}
 #: Paths per epoch whose accuracy draws the supernet's learning curve; paths of the ranking check.
 PROBES = (4, 1, 64)
 CHECK_RANKING = (0, 0, 500)
