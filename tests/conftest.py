@@ -123,11 +123,12 @@ def manage(*args: str) -> list[str]:
     return [sys.executable, str(ROOT / "manage.py"), *args]
 
 
-@pytest.fixture
-def eval_worker(redis_url, tmp_path):
-    """A real evaluation worker (``manage.py evalworker``) on the CPU, ready to pull from ``eval``. Its soft
-    shutdown is 0 s: with the default 10 s, stopping the idle worker took 13 s of teardown per test."""
-    env = manage_env(redis_url, tmp_path, NAS_SOFT_SHUTDOWN_SECONDS="0")
+@pytest.fixture(scope="module")
+def eval_worker(redis_url, tmp_path_factory):
+    """A real evaluation worker (``manage.py evalworker``) on the CPU, ready to pull from ``eval``, shared by the
+    tests of a module (starting one takes ~7 s). Its soft shutdown is 0 s: with the default 10 s, stopping the
+    idle worker took 13 s of teardown."""
+    env = manage_env(redis_url, tmp_path_factory.mktemp("eval-worker"), NAS_SOFT_SHUTDOWN_SECONDS="0")
     worker = ProcessLog(manage("evalworker", "--device", "cpu", "--node", "testnode"), env)
     worker.wait_for("ready.", timeout=60)
     yield worker
