@@ -69,6 +69,7 @@ class ProcessLog:
             stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
         )
         self.lines: list[str] = []
+        self._terminated = False
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -92,11 +93,19 @@ class ProcessLog:
             time.sleep(0.05)
         raise AssertionError(f"never saw {needle!r} within {timeout} s; output:\n{self.text}")
 
+    def terminate(self) -> None:
+        """SIGTERM to its process group, once: several processes then shut down together (``stop`` waits)."""
+        import signal
+
+        if self.process.poll() is None and not self._terminated:
+            self._terminated = True
+            os.killpg(self.process.pid, signal.SIGTERM)
+
     def stop(self, timeout: float = 30) -> int:
         import signal
 
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self.terminate()
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
