@@ -82,6 +82,8 @@ class Stack:
         return process
 
     def stop(self) -> None:
+        for process in self.processes:  # all at once: one after the other, each worker's shutdown added up
+            process.terminate()
         for process in self.processes:
             process.stop(timeout=10)
             # Shown by pytest only when the test failed: enough to see a loop start (a failure's tracebacks

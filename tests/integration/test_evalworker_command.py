@@ -60,7 +60,8 @@ def test_a_worker_serves_evaluation_pools_only(tmp_path, pool):
 
 
 def test_device_all_with_redis_flag_serves_the_pool(celery_app, redis_url, tmp_path):
-    env = manage_env("redis://127.0.0.1:9/0", tmp_path)  # the environment points nowhere: the flag wins
+    # The environment points nowhere: the flag wins. An idle worker stops at once (no 10 s soft shutdown).
+    env = manage_env("redis://127.0.0.1:9/0", tmp_path, NAS_SOFT_SHUTDOWN_SECONDS="0")
     worker = ProcessLog(manage("evalworker", "--device", "all", "--redis", redis_url, "--node", "flagged"), env)
     try:
         worker.wait_for("ready.", timeout=60)
@@ -152,7 +153,8 @@ def test_cpu_slots_share_the_cores_instead_of_each_taking_all_of_them():
 
 def test_a_two_slot_cpu_worker_announces_its_threads(celery_app, redis_url, tmp_path):
     worker = ProcessLog(manage("evalworker", "--device", "cpu", "--slots", "2", "--threads", "1", "--node",
-                               "threaded", "--pool", "eval.threads"), manage_env(redis_url, tmp_path))
+                               "threaded", "--pool", "eval.threads"),
+                        manage_env(redis_url, tmp_path, NAS_SOFT_SHUTDOWN_SECONDS="0"))  # idle: stop at once
     try:
         worker.wait_for("ready.", timeout=120)
         reader = redis.Redis.from_url(redis_url)
