@@ -11,19 +11,12 @@ from django.test import Client
 
 from tests.browser.live_stack import free_port
 from tests.engine.conftest import finished, launched, owner
-from tests.evaluators.digit_folders import write_digit_folders
+from tests.evaluators.digit_folders import folder_search_config, write_digit_folders
 from webapp.messaging import data_reach, messages
 from webapp.searches.models import Attempt, Individual, Search
 from webapp.services import datasets
 
-CONFIG = {
-    "space": {"name": "chain", "max_layers": 2},
-    "strategy": {"name": "regularized", "seed": 5, "params": {"population": 4, "sample_size": 2, "max_evaluations": 6}},
-    "dataset": "tiny_digits",
-    "data": {"input_size": 8, "validation_share": 0.2},
-    "training": {"epochs": 1, "batch_size": 32, "learning_rate": 0.003},
-    "evaluation": {"mode": "train"},
-}
+CONFIG = folder_search_config("tiny_digits", evaluations=6)
 
 
 def _register(tmp_path, settings):

@@ -15,20 +15,13 @@ from django.test import Client
 from tests.browser.live_stack import free_port, web  # noqa: F401 (fixture)
 from tests.dashboard.uploading import upload
 from tests.engine.conftest import finished, launched, owner
-from tests.evaluators.digit_folders import archive_folder, truncate_one, write_digit_folders
+from tests.evaluators.digit_folders import archive_folder, folder_search_config, truncate_one, write_digit_folders
 from webapp.searches.models import Individual, Search
 from webapp.services import datasets, exports
 
 pytestmark = pytest.mark.integration
 
-CONFIG = {
-    "space": {"name": "chain", "max_layers": 2},
-    "strategy": {"name": "regularized", "seed": 5, "params": {"population": 2, "sample_size": 2, "max_evaluations": 2}},
-    "dataset": "uploaded",
-    "data": {"input_size": 8, "validation_share": 0.2},
-    "training": {"epochs": 1, "batch_size": 32, "learning_rate": 0.003},
-    "evaluation": {"mode": "train"},
-}
+CONFIG = folder_search_config("uploaded", evaluations=2, population=2)
 
 
 def uploaded(tmp_path, settings, classes=(0, 1, 2, 3), per_class=40):

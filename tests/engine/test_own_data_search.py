@@ -10,20 +10,13 @@ import zipfile
 import pytest
 
 from tests.engine.conftest import assert_each_recorded_once, finished, launched, owner
-from tests.evaluators.digit_folders import write_digit_folders
+from tests.evaluators.digit_folders import folder_search_config, write_digit_folders
 from webapp.searches.models import Individual, Search
 from webapp.services import datasets, exports
 
 pytestmark = pytest.mark.integration
 
-CONFIG = {
-    "space": {"name": "chain", "max_layers": 3},
-    "strategy": {"name": "regularized", "seed": 5, "params": {"population": 4, "sample_size": 2, "max_evaluations": 4}},
-    "dataset": "png_digits",
-    "data": {"input_size": 8, "validation_share": 0.2},
-    "training": {"epochs": 1, "batch_size": 32, "learning_rate": 0.003},
-    "evaluation": {"mode": "train", "keep_weights": 1},
-}
+CONFIG = folder_search_config("png_digits", evaluations=4, max_layers=3, keep_weights=1)
 
 
 def test_a_search_trains_on_a_folder_registered_by_path(stack, tmp_path, settings):

@@ -72,3 +72,17 @@ def archive_folder(root: Path, target: Path, top: str | None = None) -> Path:
             for file, name in names:
                 archive.add(file, name)
     return target
+
+
+def folder_search_config(dataset: str, evaluations: int, population: int = 4, max_layers: int = 2,
+                         **evaluation) -> dict:
+    """A small regularized chain search on a registered digit-folder set: 8x8 inputs, one epoch per candidate."""
+    return {
+        "space": {"name": "chain", "max_layers": max_layers},
+        "strategy": {"name": "regularized", "seed": 5,
+                     "params": {"population": population, "sample_size": 2, "max_evaluations": evaluations}},
+        "dataset": dataset,
+        "data": {"input_size": 8, "validation_share": 0.2},
+        "training": {"epochs": 1, "batch_size": 32, "learning_rate": 0.003},
+        "evaluation": {"mode": "train", **evaluation},
+    }
