@@ -171,9 +171,9 @@ def test_curve_bounds_and_predictions_stay_below_the_best_possible_value():
 def test_curve_multi_objective_stops_only_the_dominated():
     pruner = get_pruner("curve", 0, "max", 20, min_steps=3, k=1, known_objectives=[["params", "min"]], upper=1.0)
     rng = np.random.default_rng(0)
-    for cid in range(40):
+    for cid in range(80):  # enough that 19 rose in the shape of the one below (its look-alikes)
         pruner.know(cid, {"params": 100.0 + cid})
-        curve = ShapedCurve.draw(rng, "exponential", 20.0, quality=0.2 + 0.02 * cid)
+        curve = ShapedCurve.draw(rng, "exponential", 20.0, quality=0.2 + 0.01 * cid)
         for step in range(1, 21):
             pruner.report(cid, step, curve.observe(step, rng))
         pruner.complete(cid, curve.observe(20, rng))
