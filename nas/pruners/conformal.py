@@ -27,7 +27,9 @@ curves like this one in this search, so a flat prefix borrows the spread of the 
 and a curve at its peak the falls of the divergers that peaked alike. Normalising by the headroom makes curves
 at different levels comparable (an accuracy at 0.95 cannot gain 0.3); conditioning on look-alikes (a localised
 conformal predictor, as Guan 2023, "Localized conformal prediction") keeps an interval narrow where the
-look-alikes agree, wide where they do not.
+look-alikes agree, wide where they do not. The look-alikes are chosen by the shape of their rise, not its
+height: curves that rose alike at different heights gain alike shares of their headroom, and a curve of another
+shape that happens to be at the same height does not speak for this one's future.
 
 What it guarantees. If this curve and its look-alikes are exchangeable (drawn alike, as candidates of one
 search are, and chosen as look-alikes alike), ``P(final > high) <= alpha`` and ``P(final < low) <= alpha``:
