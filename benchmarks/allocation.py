@@ -26,10 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
-from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Scenario, grid_scenario, simulate_search  # noqa: E402
+from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Probe, Scenario, grid_scenario  # noqa: E402
+from benchmarks.allocation_sim import simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
 SPLITS = (1, 2, 4)
+#: The scaling probe ``auto`` runs before placing each candidate (``allocation_sim.Probe``'s defaults).
+PROBE = Probe()
 
 
 def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) -> Scenario:
@@ -38,7 +41,8 @@ def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) 
 
 def _run(job: tuple) -> tuple:
     key, scenario_, cluster, gang, seed, policy = job
-    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy))
+    probe = PROBE if gang == "auto" and policy == "plan" else None  # the planner probes; the DQN does not
+    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe)
     return key, gang if policy == "plan" or gang != "auto" else policy, seed, outcome.makespan, \
         outcome.utilisation(cluster.total)
 
