@@ -112,6 +112,8 @@ class Probe:
     setup: float = 5.0
     noise: float = 0.05
     pairs: int = 4
+    min_spread: float = 0.45  #: lengths are probed only while the measured spread of durations exceeds this (a
+    #: probe is worth its time where lengths are unpredictable); the efficiency probes run until ``pairs`` regardless
     steps: float = 1000.0  #: steps of one evaluation (any number: rates are steps/s, the durations their ratio)
 
 
@@ -183,14 +185,16 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             index = outcome.evaluations  # the n-th candidate of a search takes the n-th draw (see below)
             single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
             known, probes = None, ()
-            if probe is not None and len(sizes) > 1:
+            wide_needed = probe is not None and model.rates_measured(max(sizes)) < probe.pairs
+            probing = probe is not None and len(sizes) > 1 and (wide_needed or model.spread() > probe.min_spread)
+            if probing or index in singles:
                 # every free device probes one waiting candidate on its own (their lengths, before any is placed);
                 # the worker that pulls the first also probes it on the widest gang its free devices allow
-                for ahead in range(index, index + min(len(waiting), max(1, sum(free.values())))):
+                for ahead in range(index, index + min(len(waiting), max(1, sum(free.values())) * probing)):
                     if ahead not in singles:
                         key = f"{scenario.name}:{seed}:{ahead}"
                         singles[ahead] = _probe_single(probe, draw_duration(config, key), key)
-                if probed[0] != index:
+                if probed[0] != index and probing:
                     here = min(free, key=lambda n: (-free[n], n))
                     probed = (index, *_probe_wide(probe, model, single, singles[index][0], scenario.efficiency,
                                                   here, free[here], sizes, f"{scenario.name}:{seed}:{index}"), here)
@@ -215,14 +219,15 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             # the same durations (a steady-state search asks different candidates under different splits, and one
             # very long candidate in one of them would otherwise decide the comparison)
             seconds = gang_duration(single, choice.gang, scenario.efficiency)
-            wall = singles.pop(index)[1] + probed[1] if known is not None else 0.0
+            wide = probed if probed[0] == index else (index, 0.0, 1, None)  # this candidate's wide probe, if any
+            wall = singles.pop(index)[1] + wide[1] if known is not None else 0.0
             entry = running_entry(SEARCH, choice.gang, now + wall, model, choice.host, known)
             records[choice.host]["running"].append(entry)
             heapq.heappush(running, (now + wall + seconds, sequence, candidate, choice.gang, choice.host, entry))
             sequence += 1
             free[choice.host] -= choice.gang
             outcome.busy += choice.gang * (wall + seconds)
-            extra = probed[2] - choice.gang if known is not None and probed[3] == choice.host else 0
+            extra = wide[2] - choice.gang if known is not None and wide[3] == choice.host else 0
             if extra > 0:  # the probe's wider gang holds its other devices until the probe is done
                 heapq.heappush(running, (now + wall, sequence, None, extra, choice.host, None))
                 sequence += 1

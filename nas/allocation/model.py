@@ -127,9 +127,10 @@ class ThroughputModel:
             self._probed = probed
             self._fit = None
 
-    def rates_measured(self, gang: int) -> int:
-        """How many scaling probes measured gangs of ``gang`` devices against a smaller one."""
-        return self._probed_sizes.get(gang, 0)
+    def rates_measured(self, gang: int | None = None) -> int:
+        """How many scaling probes measured gangs of ``gang`` devices against a smaller one (``None``: of any size;
+        the fitted slope is one for every size)."""
+        return sum(self._probed_sizes.values()) if gang is None else self._probed_sizes.get(gang, 0)
 
     def running(self, entries: Sequence[tuple[str, int, float]]) -> None:
         """The search's evaluations running now, each ``(host, gang, seconds it has run)``: each counts as one

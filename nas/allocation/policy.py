@@ -205,9 +205,9 @@ class Allocator:
                chosen: int) -> tuple[int, int] | None:
         """A plan that measures a gang size barely measured yet, if one that fits now costs at most
         ``probe_cost`` of the soonest end (without two sizes measured, the model cannot tell their efficiency from
-        the candidates' duration)."""
+        the candidates' duration; scaling probes measure the one slope of every size)."""
         def seen(gang: int) -> int:  # measured, or on its way to be
-            return self.model.measurements(gang) + self._running.count(gang) + self.model.rates_measured(gang)
+            return self.model.measurements(gang) + self._running.count(gang) + self.model.rates_measured()
 
         options = [(value, pair) for pair, value in plans.items()
                    if pair[0] != chosen and seen(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
