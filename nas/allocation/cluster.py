@@ -9,6 +9,9 @@ A host's record (JSON data)::
 ``running`` lists what its devices run, of every search: ``expected`` is the mean seconds the evaluation was
 expected to take when it started (its search's throughput model), ``spread`` that model's spread of durations. The
 devices of any search count as busy; their time left is the lognormal expectation given how long they have run.
+An evaluation whose candidate a scaling probe timed also carries ``single`` (its seconds on one device, as the
+probe measured them): ``expected`` is then its own length on its gang and ``spread`` the probe's noise, and its
+search's model counts it as a measured duration rather than a censored one.
 """
 from __future__ import annotations
 

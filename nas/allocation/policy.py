@@ -14,6 +14,12 @@ mixed ones only for the last candidate, or with ``uniform=False``), the one with
 plan "1 now, 4 for the rest" taken at every dispatch fills each device as it frees and never runs the rest on 4.
 The search's running evaluations enter the model as censored durations (``ThroughputModel.running``).
 
+A **scaling probe** (``Pending.known``, ``Pending.probes``; ``ThroughputModel.observe_rates``): a worker that timed
+the candidate's training steps on one device (and on a wider gang) knows its length before placing it. The plans
+then play this candidate at its own length and the probed waiting ones at theirs (the others drawn as before); the
+rest keep the best fixed split from here, and this one takes the gang that ends that plan soonest: a long one a
+wide gang, a short one a single device.
+
 Why it is right across the range: the plans include "every candidate on ``g`` devices" for every size, so the
 choice is never expected to end later than the best fixed split would from here (a rollout of the fixed splits),
 and deciding again at every dispatch corrects course as durations are measured. Many candidates per device: one
