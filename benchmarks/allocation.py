@@ -26,10 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
-from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Scenario, grid_scenario, simulate_search  # noqa: E402
+from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Probe, Scenario, grid_scenario  # noqa: E402
+from benchmarks.allocation_sim import simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
 SPLITS = (1, 2, 4)
+#: The scaling probe ``auto`` runs before placing each candidate (``allocation_sim.Probe``'s defaults).
+PROBE = Probe()
 
 
 def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) -> Scenario:
@@ -38,13 +41,14 @@ def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) 
 
 def _run(job: tuple) -> tuple:
     key, scenario_, cluster, gang, seed, policy = job
-    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy))
+    probe = PROBE if gang == "auto" and policy == "probe" else None  # only "auto + probe" probes
+    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe)
     return key, gang if policy == "plan" or gang != "auto" else policy, seed, outcome.makespan, \
         outcome.utilisation(cluster.total)
 
 
 def _policy(name: str):
-    if name == "plan":
+    if name in ("plan", "probe"):
         return None
     from benchmarks.allocation_dqn import dqn_policy
     return dqn_policy()
@@ -59,7 +63,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=300.0, help="median seconds on one device (default 300)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--quick", action="store_true", help="one seed, sigma 0.3 and 1.0, rho 0.6 and 0.97")
-    parser.add_argument("--policies", default="plan,dqn", help="auto policies to compare, comma separated (plan, dqn)")
+    parser.add_argument("--policies", default="plan,probe,dqn",
+                        help="auto policies to compare, comma separated (plan: the planner as the worker runs it "
+                             "today; probe: the planner with a scaling probe before each placement; dqn)")
     parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
     args = parser.parse_args(argv)
@@ -84,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         runs.setdefault(key, {}).setdefault(split, []).append((makespan, utilisation))
     report = Report(args.output, "Gangs and the allocator: fixed splits against auto over clusters, spreads, scaling",
                     command_line(argv, "allocation.py"))
-    names = {"plan": "auto", "dqn": "dqn"}
+    names = {"plan": "auto", "probe": "auto + probe", "dqn": "dqn"}
     report.add(
         f"Discrete-event simulation (no processes; the figures do not depend on this machine): the real strategies "
         f"(`nas.strategies`, pelee space) and the real decision (`nas.allocation.decide`, from the host records the "
@@ -93,7 +99,12 @@ def main(argv: list[str] | None = None) -> None:
         f"generations; regularized: population {args.population}, {args.evaluations} evaluations. Hosts of 4 "
         f"devices (gangs of 1, 2 or 4; a gang never spans hosts). Mean of {seeds} seed(s) per figure; `auto` starts "
         "from a 60 s prior and learns durations, their spread and each gang size's efficiency as evaluations end. "
-        "Cells: makespan in s (device utilisation); ratio: auto / the best fixed split.")
+        "Cells: makespan in s (device utilisation); ratio: auto / the best fixed split. `auto + probe`: the same "
+        f"planner, each candidate first timed by a scaling probe (`allocation_sim.Probe`: {PROBE.setup:g} s setup "
+        f"plus {PROBE.fraction:.0%} of its duration per gang size, rates off by a lognormal {PROBE.noise:g}; one "
+        f"device each for every waiting candidate there are free devices for, and the widest free gang for the "
+        f"first {PROBE.pairs} of each size), its device time counted; `auto`: without probes, as the gang worker "
+        "runs it today.")
     rows, worst = [], {}
     for key in keys:
         cell = {split: (statistics.mean(m for m, _ in v), statistics.mean(u for _, u in v))

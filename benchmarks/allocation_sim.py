@@ -15,6 +15,8 @@ import collections
 import dataclasses
 import hashlib
 import heapq
+import math
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -97,6 +99,44 @@ class Outcome:
         return self.serial / self.makespan if self.makespan else 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """The scaling probe a gang worker runs on a candidate before it is placed (``auto`` only): a few training
+    steps on one device, which time the candidate (its steps per second, so its seconds on one device), then, while
+    the search has fewer than ``pairs`` probes of that size, on the widest gang the worker's free devices allow
+    (the ratio of the two rates: the efficiency). Each size costs ``setup`` seconds plus ``fraction`` of the
+    candidate's duration on that gang; each measured rate is off by a lognormal factor of ``noise``. The candidate
+    starts after its probe on the gang chosen; the probe's other devices are held for its duration."""
+
+    fraction: float = 0.01
+    setup: float = 5.0
+    noise: float = 0.05
+    pairs: int = 4
+    min_spread: float = 0.45  #: lengths are probed only while the measured spread of durations exceeds this (a
+    #: probe is worth its time where lengths are unpredictable); the efficiency probes run until ``pairs`` regardless
+    steps: float = 1000.0  #: steps of one evaluation (any number: rates are steps/s, the durations their ratio)
+
+
+def _probe_single(probe: Probe, single: float, key: str) -> tuple[float, float]:
+    """The one-device part of ``probe`` on a candidate of ``single`` seconds: (the seconds it measures, its wall
+    seconds)."""
+    rate = probe.steps / single * math.exp(random.Random(f"probe:{key}").gauss(0.0, probe.noise))
+    return probe.steps / rate, probe.setup + probe.fraction * single
+
+
+def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: float, efficiency_: Any, here: str,
+                free: int, sizes: tuple[int, ...], key: str) -> tuple[float, int]:
+    """The wide part of ``probe`` (while the search has fewer than ``pairs`` probes of the widest gang ``free``
+    devices of ``here`` allow), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
+    wide = max(size for size in sizes if size <= free)
+    if wide == 1 or model.rates_measured(wide) >= probe.pairs:
+        return 0.0, 1
+    seconds = gang_duration(single, wide, efficiency_)
+    rate = probe.steps / seconds * math.exp(random.Random(f"probe-wide:{key}").gauss(0.0, probe.noise))
+    model.observe_rates(here, {1: probe.steps / measured, wide: rate})
+    return probe.setup + probe.fraction * seconds, wide
+
+
 def _fitness(key: str) -> float:
     digest = hashlib.sha256(f"fitness:{key}".encode()).digest()
     return 0.5 + 0.49 * int.from_bytes(digest[:8], "big") / 2**64
@@ -110,10 +150,11 @@ def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: fl
 
 def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
                     prior_duration: float = 60.0, policy: Policy | None = None,
-                    prior: dict[str, Any] | None = None) -> Outcome:
+                    prior: dict[str, Any] | None = None, probe: Probe | None = None) -> Outcome:
     """Run ``scenario`` on ``devices`` (one host of that many, or a :class:`Cluster`) split into fixed gangs of
     ``gang`` or ``"auto"`` (decided by ``policy``, the planner by default); ``prior``: other arguments of the
-    search's ``ThroughputModel`` (``prior_spread``, ``prior_efficiency``)."""
+    search's ``ThroughputModel`` (``prior_spread``, ``prior_efficiency``); ``probe``: a scaling probe before each
+    ``auto`` decision (:class:`Probe`; ``None``: none)."""
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
     policy = policy or plan_policy
     space = get_space("pelee")
@@ -128,6 +169,8 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     free = {name: cluster.devices for name in records}
     now, asked, sequence = 0.0, 0, 0
     waiting: collections.deque = collections.deque()
+    probed: tuple = (-1,)  # the wide probe: (draw index, its wall seconds, its gang, host)
+    singles: dict[int, tuple[float, float]] = {}  # draw index -> (one-device seconds measured, probe wall seconds)
     running: list[tuple[float, int, Any, int, str, dict]] = []  # (end, seq, candidate, gang, host, record entry)
     while True:
         if barrier:
@@ -139,7 +182,25 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         while waiting and max(free.values()) >= min(sizes):
             planned = strategy.planned()
             more = 0 if barrier else (None if planned is None else max(0, planned - asked))
-            pending = Pending(len(waiting), more)
+            index = outcome.evaluations  # the n-th candidate of a search takes the n-th draw (see below)
+            single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
+            known, probes = None, ()
+            wide_needed = probe is not None and model.rates_measured(max(sizes)) < probe.pairs
+            probing = probe is not None and len(sizes) > 1 and (wide_needed or model.spread() > probe.min_spread)
+            if probing or index in singles:
+                # every free device probes one waiting candidate on its own (their lengths, before any is placed);
+                # the worker that pulls the first also probes it on the widest gang its free devices allow
+                for ahead in range(index, index + min(len(waiting), max(1, sum(free.values())) * probing)):
+                    if ahead not in singles:
+                        key = f"{scenario.name}:{seed}:{ahead}"
+                        singles[ahead] = _probe_single(probe, draw_duration(config, key), key)
+                if probed[0] != index and probing:
+                    here = min(free, key=lambda n: (-free[n], n))
+                    probed = (index, *_probe_wide(probe, model, single, singles[index][0], scenario.efficiency,
+                                                  here, free[here], sizes, f"{scenario.name}:{seed}:{index}"), here)
+                known = singles[index][0]
+                probes = tuple(singles[k][0] for k in range(index + 1, index + len(waiting)) if k in singles)
+            pending = Pending(len(waiting), more, known=known, probes=probes)
             # the candidate is pulled by a worker with free devices (the one with the most first) and runs there;
             # a worker whose allocator says "wait" leaves it to the next one (the real one would hold it and ask
             # again, while the other workers pull the next candidates)
@@ -157,14 +218,21 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             # the n-th candidate of a search takes the n-th draw, whichever split runs it: splits are compared on
             # the same durations (a steady-state search asks different candidates under different splits, and one
             # very long candidate in one of them would otherwise decide the comparison)
-            single = draw_duration(config, f"{scenario.name}:{seed}:{outcome.evaluations}")
             seconds = gang_duration(single, choice.gang, scenario.efficiency)
-            entry = running_entry(SEARCH, choice.gang, now, model, choice.host)
+            wide = probed if probed[0] == index else (index, 0.0, 1, None)  # this candidate's wide probe, if any
+            wall = singles.pop(index)[1] + wide[1] if known is not None else 0.0
+            entry = running_entry(SEARCH, choice.gang, now + wall, model, choice.host, known)
             records[choice.host]["running"].append(entry)
-            heapq.heappush(running, (now + seconds, sequence, candidate, choice.gang, choice.host, entry))
+            heapq.heappush(running, (now + wall + seconds, sequence, candidate, choice.gang, choice.host, entry))
             sequence += 1
             free[choice.host] -= choice.gang
-            outcome.busy += choice.gang * seconds
+            outcome.busy += choice.gang * (wall + seconds)
+            extra = wide[2] - choice.gang if known is not None and wide[3] == choice.host else 0
+            if extra > 0:  # the probe's wider gang holds its other devices until the probe is done
+                heapq.heappush(running, (now + wall, sequence, None, extra, choice.host, None))
+                sequence += 1
+                free[choice.host] -= extra
+                outcome.busy += extra * wall
             outcome.serial += single
             outcome.evaluations += 1
             outcome.gangs[choice.gang] += 1
@@ -176,6 +244,8 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         end, _, candidate, g, host, entry = heapq.heappop(running)
         now = end
         free[host] += g
+        if candidate is None:  # a probe's devices
+            continue
         records[host]["running"].remove(entry)
         model.observe(host, g, end - entry["started"])
         strategy.tell(candidate.id, Result(fitness=_fitness(candidate.key)))

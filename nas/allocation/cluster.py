@@ -9,20 +9,32 @@ A host's record (JSON data)::
 ``running`` lists what its devices run, of every search: ``expected`` is the mean seconds the evaluation was
 expected to take when it started (its search's throughput model), ``spread`` that model's spread of durations. The
 devices of any search count as busy; their time left is the lognormal expectation given how long they have run.
+An evaluation whose candidate a scaling probe timed also carries ``single`` (its seconds on one device, as the
+probe measured them): ``expected`` is then its own length on its gang and ``spread`` the probe's noise, and its
+search's model counts it as a measured duration rather than a censored one.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nas.allocation.model import ThroughputModel, time_left
+from nas.allocation.model import PROBE_NOISE, ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
 
 
-def running_entry(search: Any, gang: int, started: float, model: ThroughputModel, host: str) -> dict[str, Any]:
-    """What a worker publishes for an evaluation it starts on ``gang`` devices of ``host``."""
-    return {"search": search, "gang": int(gang), "started": float(started),
-            "expected": round(model.duration(host, gang), 3), "spread": round(model.spread(), 4)}
+def running_entry(search: Any, gang: int, started: float, model: ThroughputModel, host: str,
+                  single: float | None = None) -> dict[str, Any]:
+    """What a worker publishes for an evaluation it starts on ``gang`` devices of ``host``; ``single``: the
+    candidate's seconds on one device as its scaling probe measured them (its own expectation then, with the probe's
+    noise as spread, instead of the search's typical one)."""
+    if single is None:
+        return {"search": search, "gang": int(gang), "started": float(started),
+                "expected": round(model.duration(host, gang), 3), "spread": round(model.spread(), 4)}
+    expected = single * model.duration(host, gang) / model.duration(host, 1)
+    return {"search": search, "gang": int(gang), "started": float(started), "expected": round(expected, 3),
+            "spread": PROBE_NOISE, "single": round(float(single), 3)}
 
 
 def host_state(record: Mapping[str, Any], now: float, free: int | None = None) -> HostState:
@@ -46,9 +58,14 @@ def decide(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending
     as long as they have run)."""
     hosts = [host_state(record, now, (free or {}).get(str(record["host"]))) for record in records]
     if search is not None:
-        mine = [(str(record["host"]), int(r["gang"]), now - float(r["started"]))
-                for record in records for r in record.get("running", ()) if str(r.get("search")) == str(search)]
-        model.running(mine)  # what they have run so far: durations of at least that long
+        entries = [(str(record["host"]), r) for record in records for r in record.get("running", ())
+                   if str(r.get("search")) == str(search)]
+        mine = [(host, int(r["gang"]), now - float(r["started"])) for host, r in entries]
+        # what the unprobed ones have run so far: durations of at least that long; the probed ones' own lengths
+        model.running([entry for entry, (_, r) in zip(mine, entries) if r.get("single") is None])
+        model.probed([(host, float(r["single"])) for host, r in entries if r.get("single") is not None]
+                     + ([(here, pending.known)] if pending.known is not None and here is not None else [])
+                     + [(here or "", seconds) for seconds in pending.probes])
         if not pending.running:
-            pending = Pending(pending.waiting, pending.more, tuple(gang for _, gang, _ in mine))
+            pending = dataclasses.replace(pending, running=tuple(gang for _, gang, _ in mine))
     return (allocator or Allocator(model)).choose(hosts, pending, here)

@@ -15,7 +15,7 @@ whose candidates grow is followed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nas.allocation.efficiency import EfficiencySpec, check_efficiency, efficiency
@@ -34,6 +34,9 @@ PRIOR_PER_ADDED_DEVICE = 0.8
 PRIOR_SPREAD = 0.6
 #: How many measurements the prior spread counts for.
 SPREAD_WEIGHT = 4.0
+#: How far (standard deviation of the log) one scaling probe's rate ratio lies from the search's efficiency curve:
+#: the noise of timing a few steps and how differently the search's candidates scale.
+PROBE_NOISE = 0.1
 
 
 class ThroughputModel:
@@ -70,6 +73,10 @@ class ThroughputModel:
         self._stats: dict[tuple[str, int], list[float]] = {}
         self._fit: tuple[float, dict[str, float], dict[int, float], float] | None = None
         self._censored: tuple[tuple[str, int, float], ...] = ()
+        #: scaling probes: [precision of the slope they add, its precision-weighted target, probes per gang size]
+        self._pairs: list[float] = [0.0, 0.0]
+        self._probed_sizes: dict[int, int] = {}
+        self._probed: tuple[tuple[str, float], ...] = ()
 
     def _equivalent(self, gang: int) -> float:
         return math.log(gang * efficiency(gang, self.prior_efficiency))
@@ -92,6 +99,39 @@ class ThroughputModel:
         stat[3] += 1
         self._fit = None
 
+    def observe_rates(self, host: str, rates: Mapping[int, float]) -> None:
+        """Record one candidate's scaling probe on ``host``: its training steps per second on gangs of each size
+        measured (at least two; the same candidate, the same steps). Their ratio is the efficiency of the larger gang
+        relative to the smaller, free of the candidate-to-candidate spread of durations that the finished
+        evaluations confound it with: it moves the fitted slope with the precision of ``PROBE_NOISE``."""
+        sizes = sorted(int(g) for g in rates)
+        if any(g < 1 for g in sizes) or any(not (math.isfinite(r) and r > 0) for r in rates.values()):
+            raise ValueError(f"`rates` must map gang sizes >= 1 to positive steps per second (got {dict(rates)!r})")
+        base = sizes[0]
+        for gang in sizes[1:]:
+            # log T(g) = m - log g + cost(g) (1 - slope): the ratio of two rates gives cost difference x (1 - slope)
+            dk = self._cost(gang) - self._cost(base)
+            if dk <= 0:
+                continue
+            ratio = math.log(rates[gang] * base / (rates[base] * gang))
+            self._pairs[0] += dk * dk / PROBE_NOISE ** 2
+            self._pairs[1] += dk * (ratio + dk) / PROBE_NOISE ** 2
+            self._probed_sizes[gang] = self._probed_sizes.get(gang, 0) + 1
+        self._fit = None
+
+    def probed(self, entries: Sequence[tuple[str, float]]) -> None:
+        """The search's candidates whose one-device duration a probe measured but that have not finished, each
+        ``(host, seconds on one device)``: each counts as a measured duration until it finishes (and is observed)."""
+        probed = tuple((str(h), float(t)) for h, t in entries if t > 0)
+        if probed != self._probed:
+            self._probed = probed
+            self._fit = None
+
+    def rates_measured(self, gang: int | None = None) -> int:
+        """How many scaling probes measured gangs of ``gang`` devices against a smaller one (``None``: of any size;
+        the fitted slope is one for every size)."""
+        return sum(self._probed_sizes.values()) if gang is None else self._probed_sizes.get(gang, 0)
+
     def running(self, entries: Sequence[tuple[str, int, float]]) -> None:
         """The search's evaluations running now, each ``(host, gang, seconds it has run)``: each counts as one
         duration of at least that long (censored), so the fit is not biased towards the candidates that happen to
@@ -105,7 +145,7 @@ class ThroughputModel:
                        ) -> dict[tuple[str, int], list[float]]:
         """The statistics with each running evaluation's expected ``x`` and ``x^2`` given that it lasts at least as
         long as it has run, under the current fit (one E step)."""
-        stats = {key: list(stat) for key, stat in self._stats.items()}
+        stats = self._base_stats()
         sd = math.sqrt(max(variance, 1e-6))
         for host, gang, elapsed in self._censored:
             mu = m + b.get(host, 0.0) + self._effect(gang, delta)
@@ -121,14 +161,33 @@ class ThroughputModel:
             stat[2] += second
         return stats
 
+    def _base_stats(self) -> dict[tuple[str, int], list[float]]:
+        """The finished evaluations' statistics with the probed, unfinished ones as measured one-device durations."""
+        stats = {key: list(stat) for key, stat in self._stats.items()}
+        for host, seconds in self._probed:
+            x = math.log(seconds)
+            stat = stats.setdefault((host, 1), [0.0, 0.0, 0.0, 0])
+            stat[0] += 1.0
+            stat[1] += x
+            stat[2] += x * x
+        return stats
+
+    def _slope(self, lean: float, spread_k: float, variance: float) -> float:
+        """The fitted slope: the durations' evidence (``lean``, ``spread_k``), the probes' and the prior's."""
+        precision, target = self._pairs
+        variance = max(variance, 1e-6)
+        return (-lean / variance + target) / (spread_k / variance + 1.0 / SLOPE_PRIOR ** 2 + precision)
+
     def _fitted(self) -> tuple[float, dict[str, float], float, float]:
         """(m, host effects, the log of how much better each added device scales than the prior, spread): a few
         rounds of backfitting with shrinkage; the running evaluations enter as censored durations (EM)."""
         if self._fit is not None:
             return self._fit
         prior_var = self.prior_spread ** 2
-        if not any(stat[0] for stat in self._stats.values()):
-            self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, 0.0, self.prior_spread)
+        base = self._base_stats()
+        if not any(stat[0] for stat in base.values()):
+            self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, self._slope(0.0, 0.0, prior_var),
+                         self.prior_spread)
             return self._fit
         m = math.log(self.prior_duration) - prior_var / 2
         b: dict[str, float] = {}
@@ -138,7 +197,7 @@ class ThroughputModel:
         rounds = 12 if self._censored else 6
         for round_ in range(rounds):
             # censored durations join once a first fit of the finished ones exists
-            stats = self._with_censored(m, b, delta, variance) if self._censored and round_ >= 2 else self._stats
+            stats = self._with_censored(m, b, delta, variance) if self._censored and round_ >= 2 else base
             weight = sum(stat[0] for stat in stats.values())
             hosts = {h for h, _ in stats}
             for host in hosts:
@@ -152,8 +211,8 @@ class ThroughputModel:
             kbar = sum(k * s[0] for k, s, _ in rows) / weight
             lean = sum((k - kbar) * (s[1] - s[0] * bh) for k, s, bh in rows)
             spread_k = sum(s[0] * (k - kbar) ** 2 for k, s, _ in rows)
-            if spread_k > 0:
-                delta = -lean / (spread_k + variance / SLOPE_PRIOR ** 2)
+            if spread_k > 0 or self._pairs[0] > 0:
+                delta = self._slope(lean, spread_k, variance)
             c = {g: self._effect(g, delta) for _, g in stats}
             shrink = variance / EFFECT_PRIOR ** 2
             for host in hosts:
@@ -210,7 +269,7 @@ class ThroughputModel:
         if weight:
             kbar = sum(self._cost(g) * s[0] for (_, g), s in self._stats.items()) / weight
             spread_k = sum(s[0] * (self._cost(g) - kbar) ** 2 for (_, g), s in self._stats.items())
-        return (self._cost(gang) - kbar) / math.sqrt(spread_k / variance + 1.0 / SLOPE_PRIOR ** 2)
+        return (self._cost(gang) - kbar) / math.sqrt(spread_k / variance + 1.0 / SLOPE_PRIOR ** 2 + self._pairs[0])
 
     def spread(self) -> float:
         """How much one evaluation's duration varies: the standard deviation of ``log(seconds)`` around its
@@ -231,6 +290,7 @@ class ThroughputModel:
             "prior_duration": self.prior_duration, "prior_efficiency": self.prior_efficiency,
             "prior_weight": self.prior_weight, "decay": self.decay, "prior_spread": self.prior_spread,
             "stats": [[host, gang, *stat] for (host, gang), stat in sorted(self._stats.items())],
+            "pairs": list(self._pairs), "probed_sizes": sorted(self._probed_sizes.items()),
         }
 
     @classmethod
@@ -240,6 +300,8 @@ class ThroughputModel:
                     state.get("decay", 0.02), state.get("prior_spread", 0.5))
         for host, gang, weight, total, squares, count in state.get("stats", []):
             model._stats[(str(host), int(gang))] = [float(weight), float(total), float(squares), int(count)]
+        model._pairs = [float(v) for v in state.get("pairs", (0.0, 0.0))]
+        model._probed_sizes = {int(g): int(n) for g, n in state.get("probed_sizes", ())}
         for host, gang, mean, count in state.get("estimates", []):  # saved before the log-space model
             x = math.log(mean) + model._equivalent(int(gang))
             model._stats[(str(host), int(gang))] = [float(count), count * x, count * x * x, int(count)]

@@ -14,6 +14,12 @@ mixed ones only for the last candidate, or with ``uniform=False``), the one with
 plan "1 now, 4 for the rest" taken at every dispatch fills each device as it frees and never runs the rest on 4.
 The search's running evaluations enter the model as censored durations (``ThroughputModel.running``).
 
+A **scaling probe** (``Pending.known``, ``Pending.probes``; ``ThroughputModel.observe_rates``): a worker that timed
+the candidate's training steps on one device (and on a wider gang) knows its length before placing it. The plans
+then play this candidate at its own length and the probed waiting ones at theirs (the others drawn as before); the
+rest keep the best fixed split from here, and this one takes the gang that ends that plan soonest: a long one a
+wide gang, a short one a single device.
+
 Why it is right across the range: the plans include "every candidate on ``g`` devices" for every size, so the
 choice is never expected to end later than the best fixed split would from here (a rollout of the fixed splits),
 and deciding again at every dispatch corrects course as durations are measured. Many candidates per device: one
@@ -60,6 +66,9 @@ class Pending:
     more: int | None = None  #: candidates the strategy can still give before its next barrier or its end;
     #: ``None``: no limit known (a steady-state search without a budget)
     running: tuple[int, ...] = ()  #: the gang sizes of this search's evaluations running now
+    known: float | None = None  #: the placed candidate's seconds on one device of the host that holds it, as its
+    #: scaling probe measured them (``None``: not probed; it is then drawn like the others)
+    probes: tuple[float, ...] = ()  #: the same for the candidates waiting after it, in their order (those probed)
 
     @property
     def total(self) -> int | None:
@@ -129,6 +138,8 @@ class Allocator:
             raise ValueError(f"host {here!r} is not among the hosts given")
         self._here = here
         self._running = tuple(pending.running)
+        self._known = pending.known
+        self._probes = tuple(pending.probes)
         if pending.waiting < 1:
             raise ValueError(f"`waiting` must be at least 1 (got {pending.waiting})")
         sizes = sorted({size for host in hosts for size in host.sizes})
@@ -151,14 +162,17 @@ class Allocator:
         choices = {pair: end for pair, end in plans.items() if pair[0] == pair[1] or work == 1 or not self.uniform}
         if not choices:
             choices = plans
+        if pending.known is not None and self.uniform:
+            # a probed candidate's length is known, the others' are not: the rest keep the best fixed split from
+            # here (this one included), and this one takes the gang that ends the plan soonest given its length
+            rest = self._pick(hosts, choices)[1]
+            choices = {pair: end for pair, end in plans.items() if pair[1] == rest}
         soonest = min(choices.values())
-        good = [pair for pair, end in choices.items() if end <= soonest * (1 + self.tolerance)]
-        # near-ties: a gang that fits now, then a plan that keeps its own rule (this one like the rest: choosing
-        # "1 now, 4 for the rest" at every dispatch would never run the rest on 4), then the smaller gang
-        first, rest = min(good, key=lambda pair: (self._place(hosts, pair[0]) is None, pair[0] != pair[1], pair))
+        first, rest = self._pick(hosts, choices)
         end = plans[(first, rest)]
         host = self._place(hosts, first)
-        probe = self._probe(hosts, plans, soonest, first) if work > 1 else None
+        # a probed candidate's efficiency was measured by the probes: no evaluation is spent on measuring a size
+        probe = self._probe(hosts, plans, soonest, first) if work > 1 and pending.known is None else None
         if probe is not None:
             (first, rest), end = probe, plans[probe]
             host = self._place(hosts, first)
@@ -173,6 +187,10 @@ class Allocator:
             against = (f" against ~{value:,.0f} s with {o_first} for this one"
                        + (f" and {o_rest} each after it" if work > 1 else ""))
         after = f" and {rest} each for the rest" if work > 1 else ""
+        if pending.known is not None:
+            typical = self.model.single(here) if here is not None else self.model.single(host or "")
+            after += (f" (its probe: ~{pending.known:,.0f} s on one device, {pending.known / typical:.1f}x the "
+                      f"search's typical ~{typical:,.0f} s)")
         what = (f"the remaining {_plural(work, 'candidate')}" if total is not None
                 else f"the next {_plural(work, 'candidate')} (no end in sight)")
         verb = "wait for " if host is None else ""
@@ -181,13 +199,21 @@ class Allocator:
                   f"one{after}{against} ({devices} devices, spread {self.model.spread():.2f})")
         return Allocation(host, first, reason, "plan" if host else "wait", round(end, 1), rest)
 
+    def _pick(self, hosts: Sequence[HostState], choices: dict[tuple[int, int], float]) -> tuple[int, int]:
+        """The plan among ``choices`` within ``tolerance`` of the soonest end: a gang that fits now, then a plan
+        that keeps its own rule (this one like the rest: choosing "1 now, 4 for the rest" at every dispatch would
+        never run the rest on 4), then the smaller gang."""
+        soonest = min(choices.values())
+        good = [pair for pair, end in choices.items() if end <= soonest * (1 + self.tolerance)]
+        return min(good, key=lambda pair: (self._place(hosts, pair[0]) is None, pair[0] != pair[1], pair))
+
     def _probe(self, hosts: Sequence[HostState], plans: dict[tuple[int, int], float], soonest: float,
                chosen: int) -> tuple[int, int] | None:
         """A plan that measures a gang size barely measured yet, if one that fits now costs at most
         ``probe_cost`` of the soonest end (without two sizes measured, the model cannot tell their efficiency from
-        the candidates' duration)."""
+        the candidates' duration; scaling probes measure the one slope of every size)."""
         def seen(gang: int) -> int:  # measured, or on its way to be
-            return self.model.measurements(gang) + self._running.count(gang)
+            return self.model.measurements(gang) + self._running.count(gang) + self.model.rates_measured()
 
         options = [(value, pair) for pair, value in plans.items()
                    if pair[0] != chosen and seen(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
@@ -201,6 +227,11 @@ class Allocator:
         count = min(work, self._explicit_count(hosts, min(sizes)))
         factors = np.exp(rng.normal(-spread ** 2 / 2, spread, (self.samples, count + 1))) if spread > 0 \
             else np.ones((self.samples, count + 1))
+        known, here = getattr(self, "_known", None), getattr(self, "_here", None)
+        typical = self.model.duration(here if here is not None else hosts[0].name, 1)
+        if known is not None:  # the probed candidate's own length, relative to the search's typical one there
+            factors[:, 0] = known / typical
+        self._rest_known = np.asarray(getattr(self, "_probes", ()), dtype=float) / typical
         width = max(h.devices for h in hosts)
         base = np.full((len(hosts), width), np.inf)
         for index, h in enumerate(hosts):
@@ -273,9 +304,12 @@ class Allocator:
         if spread_over:
             free = _water_fill(free, cost, spread_over)
         rows = np.arange(free.shape[0])
+        known = getattr(self, "_rest_known", ())
         for j in range(explicit):
             slot = np.argmin(free + cost, axis=1)
-            free[rows, slot] += cost[rows, slot] * factors[:, j]
+            # a waiting candidate whose probe measured it takes its own length, the others a draw
+            factor = known[spread_over + j] if spread_over + j < len(known) else factors[:, j]
+            free[rows, slot] += cost[rows, slot] * factor
         return np.maximum(free.max(axis=1), floor)
 
     def _place(self, hosts: Sequence[HostState], gang: int) -> str | None:

@@ -65,3 +65,25 @@ def test_the_searchs_prior_can_be_set_and_a_bad_one_is_named():
     assert outcome.evaluations > 0 and set(seen) == {1.0}
     with pytest.raises(ValueError, match="prior_spread"):
         simulate_search(TAIL, 8, "auto", prior={"prior_spread": -1})
+
+
+def test_the_probe_costs_its_device_time_and_informs_every_decision():
+    from benchmarks.allocation_sim import Probe
+
+    seen = []
+
+    def spy(model, records, pending, now, here, free):
+        seen.append(pending)
+        return plan_policy(model, records, pending, now, here, free)
+
+    spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.95)
+    plain = simulate_search(spread, 8, "auto")
+    probed = simulate_search(spread, 8, "auto", policy=spy, probe=Probe(fraction=0.01, setup=5.0))
+    assert probed.evaluations == plain.evaluations
+    assert seen and all(p.known is not None for p in seen)
+    assert any(p.probes for p in seen)  # the waiting ones were probed too
+    # the probes' device time is counted: more than the evaluations alone on the same gangs would take
+    assert probed.busy > sum(5.0 * g for g, n in probed.gangs.items() for _ in range(n))
+    fixed = simulate_search(spread, 8, 2, probe=Probe())  # a fixed split never probes
+    assert fixed.busy == simulate_search(spread, 8, 2).busy

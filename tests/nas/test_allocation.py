@@ -300,3 +300,66 @@ def test_a_gang_that_does_not_fit_yet_is_waited_for_not_filled_one_device_at_a_t
     choice = Allocator(model).choose([busy], Pending(1, 11))
     assert (choice.host, choice.gang, choice.rest) == (None, 4, 4)
     assert Allocator(model, uniform=False).choose([busy], Pending(1, 11)).gang == 1  # the mixed plan it avoids
+
+
+# --- scaling probes ------------------------------------------------------------------------------------------
+
+def _probe_rates(rho: float, single: float, gang: int = 4, steps: float = 1000.0) -> dict[int, float]:
+    return {1: steps / single, gang: steps / gang_duration(single, gang, {str(gang): rho ** (gang - 1)})}
+
+
+@pytest.mark.parametrize("rho", [0.6, 0.97])
+def test_probes_learn_the_efficiency_before_any_evaluation_ends(rho):
+    model = ThroughputModel(prior_duration=300.0)
+    for single in (50.0, 300.0, 2000.0, 700.0):  # a wide spread of lengths: the ratio is free of it
+        model.observe_rates("h", _probe_rates(rho, single))
+    assert model.rates_measured(4) == 4 and model.measurements(4) == 0
+    assert model.efficiency("h", 4) == pytest.approx(rho ** 3, rel=0.05)
+    assert abs(model.uncertainty(4)) < 0.1 < abs(ThroughputModel().uncertainty(4))
+    restored = ThroughputModel.from_state(json.loads(json.dumps(model.state_dict())))
+    assert restored.efficiency("h", 4) == pytest.approx(model.efficiency("h", 4))
+    assert restored.rates_measured(4) == 4
+
+
+@pytest.mark.parametrize("rates", [{1: 10.0}, {1: 0.0, 4: 3.0}, {0: 1.0, 2: 1.0}, {1: float("nan"), 2: 1.0}])
+def test_a_bad_probe_is_refused_and_changes_nothing(rates):
+    model = ThroughputModel()
+    before = model.efficiency("h", 4)
+    if len(rates) == 1:  # one size: nothing to compare, nothing learned
+        model.observe_rates("h", rates)
+    else:
+        with pytest.raises(ValueError, match="rates"):
+            model.observe_rates("h", rates)
+    assert model.efficiency("h", 4) == before and model.rates_measured(4) == 0
+
+
+def test_probed_durations_count_until_their_evaluation_ends():
+    model = ThroughputModel(prior_duration=60.0)
+    model.probed([("h", 300.0), ("h", 330.0), ("h", 270.0)])
+    assert 250 < model.single("h") < 360
+    model.probed([])
+    assert model.single("h") == pytest.approx(60.0)
+
+
+def test_a_probed_long_candidate_gets_a_wider_gang_than_a_short_one():
+    model = ThroughputModel(prior_duration=300.0)
+    for single in (300.0, 250.0, 350.0, 320.0):
+        model.observe_rates("h", _probe_rates(0.97, single))
+    hosts = [host(free=16, sizes=(1, 2, 4, 8, 16))]
+    others = tuple([300.0] * 23)
+    long = Allocator(model).choose(hosts, Pending(24, 0, known=6000.0, probes=others))
+    short = Allocator(model).choose(hosts, Pending(24, 0, known=100.0, probes=others))
+    assert long.gang > short.gang
+    assert "its probe: ~6,000 s on one device" in long.reason and long.rule == "plan"
+
+
+def test_decide_takes_a_probed_running_evaluation_by_its_own_length():
+    model = ThroughputModel(prior_duration=100.0)
+    entry = running_entry(7, 2, 0.0, model, "a", single=800.0)
+    assert entry["single"] == 800.0 and entry["expected"] == pytest.approx(800.0 * model.duration("a", 2)
+                                                                          / model.duration("a", 1), rel=1e-3)
+    record = {"host": "a", "devices": 4, "sizes": [1, 2, 4], "running": [entry]}
+    state = host_state(record, 100.0)
+    assert state.busy[0] == pytest.approx(entry["expected"] - 100.0, rel=0.05)
+    decide(model, [record], Pending(3, 0), 100.0, "a", search=7)
+    assert model.single("a") > 300  # the probed 800 s counts as a measured duration, not as "at least 100 s"
