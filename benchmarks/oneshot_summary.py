@@ -87,7 +87,7 @@ def main() -> None:
              "Read from the per-seed tables of `benchmarks/oneshot.py` (their headers give the commands); written by "
              "`benchmarks/oneshot_summary.py`. Targets: final within 1 point of evolution's (or above it), at most "
              "a fifth of evolution's device-seconds (search phases; whole pipeline, the same final training "
-             "counted on both sides), Kendall tau >= 0.5 over at least 20 paths (supernet accuracy, 256 "
+             "counted on both sides), Kendall tau >= 0.5 over at least 20 paths (the ranking check: supernet accuracy, 512 "
              "calibration images, against one 8-epoch stand-alone training).",
              table(["seed", "table", "final acc % evolution / one-shot (points)", "search phases / evolution's",
                     "whole pipeline / evolution's", "tau [95%] (the check)",
