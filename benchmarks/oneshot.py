@@ -4,14 +4,17 @@ space, seeds and final training (issue 33's benchmark, engine part: one process,
 - **evolution**: ``regularized`` over the cell space, each candidate trained stand-alone under the candidate
   budget (``--epochs``); its device-seconds are the sum of the candidates' evaluation times.
 - **one-shot**: the supernet trained Single Path One-Shot style (``--supernet-epochs``, one uniformly sampled
-  path per step), then ``regularized`` over paths with each path's fitness its supernet score (BN statistics
-  recomputed per path on 512 training images, then validation accuracy); device-seconds: the supernet's
-  training (with its per-epoch probes) and the path search.
+  path per step), then two ``regularized`` searches over paths on it, each path's fitness its supernet score
+  (BN statistics recomputed per path on ``--calibration-images`` training images): its validation accuracy (as
+  the ``oneshot`` kind scores) or its validation loss (negated); device-seconds: the supernet's training (with its
+  per-epoch probes) and the path search.
 - **final**: the best genome of each search retrained from scratch under the same final budget
   (``--final-epochs``, same training seed): the model a user gets.
-- **ranking check**: ``--check`` random paths trained stand-alone under the candidate budget, against their
+- **ranking check**: ``--check`` random paths trained stand-alone under ``--check-epochs``, against their
   supernet scores: Kendall's tau-b and its 95% interval (Fisher-type normal approximation, Fieller, Hartley &
-  Pearson 1957: var(atanh tau) = 0.437 / (n - 4)).
+  Pearson 1957: var(atanh tau) = 0.437 / (n - 4)); then ``benchmarks/oneshot_noise.py``: the same paths trained
+  a second time (the reference's own noise and the ceiling it sets), and tau by accuracy and by loss for each
+  ``--tau-calibrations`` size, against one training and against the mean of two.
 - **path scoring**: paths per second on one CPU thread, and the per-path overhead (checking the path, restoring
   state: everything but recalibration and validation) against the per-path scoring time.
 
@@ -28,6 +31,7 @@ both searches share it, so the comparison is fair but both finals are optimistic
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -39,13 +43,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.report import Report, command_line, table  # noqa: E402
+from benchmarks.oneshot_noise import SECOND_REFERENCE, reference_noise, summary_text  # noqa: E402
+from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
 from evaluators.evaluate import evaluate  # noqa: E402
 from evaluators.path_scoring import score_paths  # noqa: E402
 from evaluators.ranking_check import check_ranking  # noqa: E402
 from evaluators.supernet_training import train_supernet  # noqa: E402
 from nas.oneshot import search_paths  # noqa: E402
-from nas.oneshot.ranking import ranking_summary  # noqa: E402
 from nas.spaces import space_from_config  # noqa: E402
 from nas.strategies import Result, get_strategy  # noqa: E402
 
@@ -70,20 +74,27 @@ def candidate_budget(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     return {"epochs": args.epochs, "batch_size": args.batch, "seed": seed}
 
 
-def oneshot(space, dataset: str, args: argparse.Namespace, seed: int, folder: Path) -> dict[str, Any]:
+def supernet_phase(space, dataset: str, args: argparse.Namespace, seed: int, folder: Path):
     mark = time.process_time()
     supernet = train_supernet(space, dataset, {"epochs": args.supernet_epochs, "batch_size": args.batch,
                                                "learning_rate": args.supernet_lr, "seed": seed}, folder,
                               probes=args.probes)
     if supernet.status != "ok":
         raise RuntimeError(f"the supernet training failed: {supernet.status}: {supernet.reason}")
-    supernet_seconds = time.process_time() - mark
+    return supernet, time.process_time() - mark
+
+
+def path_search(space, dataset: str, args: argparse.Namespace, seed: int, supernet, by: str) -> dict[str, Any]:
+    """``regularized`` over paths, each path's fitness its supernet accuracy (``by="accuracy"``, as the kind
+    scores) or its negated validation loss (``by="loss"``)."""
     timings: list[dict[str, float]] = []
 
     def score(paths):
         scored = score_paths(paths, space, dataset, weights=supernet.weights, digest=supernet.digest, seed=seed,
                              calibration_images=args.calibration_images)
         timings.extend(r["timings"] for r in scored["results"] if r["status"] == "ok")
+        if by == "loss":
+            return [-r["val_loss"] if r["status"] == "ok" else None for r in scored["results"]]
         return [r["accuracy"] for r in scored["results"]]
 
     mark = time.process_time()
@@ -93,8 +104,7 @@ def oneshot(space, dataset: str, args: argparse.Namespace, seed: int, folder: Pa
     path_seconds = time.process_time() - mark
     best, fitness = strategy.best(1)[0]
     scoring = sum(t["calibrate"] + t["validate"] for t in timings)
-    return {"best": best.genome, "search_fitness": fitness.fitness, "supernet": supernet,
-            "seconds": {"supernet": supernet_seconds, "paths": path_seconds},
+    return {"best": best.genome, "search_fitness": fitness.fitness, "seconds": path_seconds,
             "evaluated": strategy.evaluations, "paths_per_second": len(timings) / path_seconds,
             "overhead": statistics.mean(t["overhead"] for t in timings),
             "per_path": scoring / len(timings)}
@@ -115,73 +125,91 @@ def tau_text(summary: dict[str, Any], paths: list[dict[str, Any]]) -> str:
     return f"{summary['tau']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}] (n={summary['n']})"
 
 
-def tau_by_calibration(check: dict[str, Any], space, dataset: str, supernet, args: argparse.Namespace,
-                       seed: int) -> str:
-    """Tau of the check's paths when the supernet scores come from ``--tau-calibrations`` images each (the
-    stand-alone accuracies are the check's): what a cheaper recalibration costs in ranking quality."""
-    usable = [r for r in check["paths"] if r["standalone"] is not None]
-    texts = []
-    for images in args.tau_calibrations:
-        scored = score_paths([r["path"] for r in usable], space, dataset, weights=supernet.weights,
-                             digest=supernet.digest, seed=seed, calibration_images=images)["results"]
-        pairs = [(s["accuracy"], r["standalone"]) for s, r in zip(scored, usable) if s["accuracy"] is not None]
-        summary = ranking_summary([a for a, _ in pairs], [b for _, b in pairs])
-        texts.append(f"{images}: {summary['tau']:.2f}")
-    return ", ".join(texts)
-
-
-def run(dataset: str, args: argparse.Namespace, report: Report) -> None:
+def run(dataset: str, args: argparse.Namespace, report: Report) -> list[dict[str, Any]]:
     space = space_from_config({"name": "cell", "cells_per_stage": args.cells, "stages": args.stages,
                                "channels": args.channels})
-    rows, checks = [], []
+    rows, records = [], []
+    calibrations = sorted({*args.tau_calibrations, args.calibration_images})
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         with tempfile.TemporaryDirectory(prefix="oneshot-bench-") as folder:
             ea = evolution(space, dataset, args, seed)
             print(f"{dataset} seed {seed}: evolution done", flush=True)
-            one = oneshot(space, dataset, args, seed, Path(folder))
-            print(f"{dataset} seed {seed}: one-shot search done", flush=True)
+            supernet, supernet_s = supernet_phase(space, dataset, args, seed, Path(folder))
+            searches = {by: path_search(space, dataset, args, seed, supernet, by) for by in ("accuracy", "loss")}
+            print(f"{dataset} seed {seed}: one-shot searches done", flush=True)
             ea_final, ea_final_s = final(ea["best"], space, dataset, args)
-            one_final, one_final_s = final(one["best"], space, dataset, args)
+            finals = {}
+            for by, found in searches.items():
+                same = [f for b, f in finals.items() if searches[b]["best"] == found["best"]]
+                finals[by] = same[0] if same else final(found["best"], space, dataset, args)
             print(f"{dataset} seed {seed}: finals done", flush=True)
             mark = time.process_time()
-            check = check_ranking(space, dataset, {**candidate_budget(args, seed), "epochs": args.check_epochs},
-                                  weights=one["supernet"].weights, digest=one["supernet"].digest, count=args.check,
-                                  seed=1000 + seed)
+            training = {**candidate_budget(args, seed), "epochs": args.check_epochs}
+            check = check_ranking(space, dataset, training, weights=supernet.weights, digest=supernet.digest,
+                                  count=args.check, seed=1000 + seed)
             check_s = time.process_time() - mark
-            taus = tau_by_calibration(check, space, dataset, one["supernet"], args, seed)
+            noise = reference_noise(check, space, dataset, supernet, training, calibrations, seed)
         ea_search = ea["seconds"]["search"]
-        one_search = one["seconds"]["supernet"] + one["seconds"]["paths"]
-        summary = check["summary"]
-        pipeline = one_search + one_final_s
-        evolution_total = ea_search + ea_final_s
-        checks.append(summary)
-        rows.append([seed, f"{100 * ea_final:.2f}", f"{100 * one_final:.2f}", f"{100 * (one_final - ea_final):+.2f}",
-                     f"{ea_search:.1f}", f"{one['seconds']['supernet']:.1f}", f"{one['seconds']['paths']:.1f}",
-                     f"{one_search / ea_search:.2f}", f"{ea_final_s:.1f} / {one_final_s:.1f}",
-                     f"{pipeline / evolution_total:.3f}", f"{check_s:.1f}",
-                     f"{(pipeline + check_s) / evolution_total:.2f}",
-                     tau_text(summary, check["paths"]), taus,
+        one = searches["accuracy"]
+        record = {"seed": seed, "evolution": {"final": ea_final, "search_s": ea_search, "final_s": ea_final_s,
+                                              "best": ea["best"]},
+                  "supernet_s": supernet_s, "check_s": check_s, "check": check["summary"], "noise": noise,
+                  "supernet_last_probes": supernet.curve[-1]["val_accuracy"]}
+        for by, found in searches.items():
+            accuracy, seconds = finals[by]
+            search = supernet_s + found["seconds"]
+            record[by] = {"final": accuracy, "final_s": seconds, "paths_s": found["seconds"], "best": found["best"],
+                          "search_ratio": search / ea_search,
+                          "pipeline_ratio": (search + seconds) / (ea_search + ea_final_s)}
+        records.append(record)
+        taus = noise["taus"]
+        rows.append([seed, f"{100 * ea_final:.2f}",
+                     *(f"{100 * record[by]['final']:.2f} ({100 * (record[by]['final'] - ea_final):+.2f})"
+                       for by in ("accuracy", "loss")),
+                     f"{ea_search:.1f}", f"{supernet_s:.1f}",
+                     f"{one['seconds']:.1f} / {searches['loss']['seconds']:.1f}",
+                     f"{ea_final_s:.1f} / {finals['accuracy'][1]:.1f} / {finals['loss'][1]:.1f}",
+                     *(f"{record[by]['search_ratio']:.3f} / {record[by]['pipeline_ratio']:.3f}"
+                       for by in ("accuracy", "loss")),
+                     f"{check_s:.1f}", tau_text(check["summary"], check["paths"]),
+                     summary_text(noise["A-B"]) + f"; ceiling {noise['ceiling']:.2f}",
+                     *(", ".join(f"{images}: {taus[f'{score}/{images}/{ref}']['tau']:.2f}"
+                                 for images in calibrations)
+                       for score in ("accuracy", "loss") for ref in ("A", "mean")),
+                     summary_text(taus[f"loss/{args.calibration_images}/A"]),
                      f"{one['paths_per_second']:.1f}",
                      f"{1e3 * one['overhead']:.3f} / {1e3 * one['per_path']:.1f}"
                      f" ({100 * one['overhead'] / one['per_path']:.2f}%)",
-                     f"{one['supernet'].curve[-1]['val_accuracy'] * 100:.1f}"])
+                     f"{supernet.curve[-1]['val_accuracy'] * 100:.1f}"])
         print(f"{dataset} seed {seed}: evolution best {ea['best']} one-shot best {one['best']}", flush=True)
-    headers = ["seed", "evolution final acc %", "one-shot final acc %", "difference (points)",
-               "evolution search device-s", "supernet device-s", "path search device-s",
-               "one-shot / evolution search device-s", "final training device-s (evolution / one-shot)",
-               "whole pipeline / evolution + final, device-s (no check)", "ranking check device-s",
-               "whole pipeline with the check / evolution + final",
-               "Kendall tau [95% interval] over random paths", "tau by calibration images (same paths)", "path scoring paths/s (1 CPU thread)",
-               "per-path overhead / scoring ms (share)", "supernet probes' mean val acc % (last epoch)"]
+    headers = ["seed", "evolution final acc %", "one-shot final acc % (points), paths by accuracy",
+               "one-shot final acc % (points), paths by loss",
+               "evolution search device-s", "supernet device-s", "path search device-s (by accuracy / by loss)",
+               "final training device-s (evolution / by accuracy / by loss)",
+               "by accuracy: search phases / whole pipeline, share of evolution's device-s",
+               "by loss: search phases / whole pipeline, share of evolution's device-s",
+               "ranking check device-s", f"Kendall tau, supernet accuracy vs stand-alone (the check, n={args.check})",
+               "reference noise: tau between two stand-alone trainings; ceiling against one",
+               "tau, supernet accuracy vs one training (by calibration images)",
+               "tau, supernet accuracy vs mean of two trainings", "tau, supernet loss vs one training",
+               "tau, supernet loss vs mean of two trainings",
+               f"tau, supernet loss ({args.calibration_images} images) vs one training [95%]",
+               "path scoring paths/s (1 CPU thread)", "per-path overhead / scoring ms (share)",
+               "supernet probes' mean val acc % (last epoch)"]
     report.add(f"## {dataset}\n\nSpace: cell, {args.cells} cell(s) per stage, {args.stages} stages, {args.channels} "
                f"channels. Evolution: regularized (population {args.population}, tournament {args.sample}), "
                f"{args.evaluations} candidates x {args.epochs} epochs. One-shot: supernet {args.supernet_epochs} "
                f"epochs (lr {args.supernet_lr}), regularized over paths (population {args.path_population}, "
                f"tournament {args.sample}), {args.paths} paths scored, batch-norm statistics from "
-               f"{args.calibration_images} training images per path. Final: {args.final_epochs} epochs, training seed "
-               f"0, for both. Ranking check: {args.check} random paths x {args.check_epochs} epochs stand-alone. Device-s are CPU seconds of "
-               f"this process (one torch thread), so other work on the machine does not inflate them.\n\n"
-               + table(headers, rows))
+               f"{args.calibration_images} training images per path; two path searches on the same supernet, one "
+               f"scoring paths by validation accuracy (as the kind does), one by validation loss. Final: "
+               f"{args.final_epochs} epochs, training seed 0, for every best. Whole pipeline: search phases plus the "
+               f"final training, on both sides. Ranking check: {args.check} random paths x {args.check_epochs} "
+               f"epochs stand-alone (training seed = the seed), trained a second time with seed + "
+               f"{SECOND_REFERENCE} for the reference's own noise (benchmarks/oneshot_noise.py). Device-s are CPU "
+               f"seconds of this process (one torch thread), so other work on the machine does not inflate them."
+               f"\n\n" + table(headers, rows))
+    return records
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -205,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--paths", type=int, default=100)
     parser.add_argument("--path-batch", type=int, default=10)
     parser.add_argument("--calibration-images", type=int, default=512, help="BN recalibration images per path")
-    parser.add_argument("--tau-calibrations", type=int, nargs="*", default=[128, 256, 512],
+    parser.add_argument("--tau-calibrations", type=int, nargs="+", default=[256, 1024],
                         help="calibration sizes whose tau is measured on the check's paths")
     parser.add_argument("--final-epochs", type=int, default=15)
     parser.add_argument("--check", type=int, default=20)
@@ -214,8 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     report = Report(args.output, "One-shot (weight-sharing) search vs regularized evolution",
                     command_line(argv, "oneshot.py"))
-    for dataset in args.datasets:
-        run(dataset, args, report)
+    records = {dataset: run(dataset, args, report) for dataset in args.datasets}
+    (RESULTS / f"{args.output}.json").write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
