@@ -8,9 +8,10 @@
   const CONFIG = {responsive: true, displaylogo: false};
   const FINAL = new Set(["finished", "stopped", "failed"]);
   const state = {plotted: new Set(), best: null, start: null, nodeCounts: {}, status: null, pending: {},
-                 flushTimer: null, dropped: 0, running: {}, skew: 0, runningDrawn: 0};
+                 flushTimer: null, dropped: 0, running: {}, skew: 0, runningDrawn: 0, nodes: null};
   const live = NasLive.create({searchId, apply, applied: mark, resync: loadSnapshot});
-  const curves = NasCurves.create({chart: () => chart("curves"), queue, epochs: Number(root.dataset.epochs)});
+  const curves = NasCurves.create({chart: () => chart("curves"), queue, schedule: () => scheduleFlush(),
+                                   epochs: Number(root.dataset.epochs)});
   const setText = NasLive.setText, reveal = NasLive.reveal;
 
   function chart(name) { return document.getElementById("chart-" + name); }
@@ -106,6 +107,22 @@
   }
 
   // --- deltas, batched per chart and trace, drawn at most ten times a second --------------------------------
+  // Drawing is paced by its own cost: a batch waits at least 100 ms after the last, and at least three times as
+  // long as the last one took to reach the screen. Where drawing is slow (a busy machine; a browser without a GPU
+  // renders WebGL charts in software) batches grow instead of the page falling behind: its buttons stay
+  // responsive and no point is dropped, each is drawn a little later.
+  const pace = {cost: 0, MIN_MS: 100, MAX_MS: 5000};
+
+  function scheduleFlush() {
+    if (state.flushTimer) return;
+    state.flushTimer = setTimeout(flush, Math.min(pace.MAX_MS, Math.max(pace.MIN_MS, 3 * pace.cost)));
+  }
+
+  // Runs draw() and records how long it took, up to the next frame (the browser's layout and paint included).
+  function timed(draw) {
+    const t0 = performance.now();
+    try { draw(); } finally { requestAnimationFrame(() => { pace.cost = performance.now() - t0; }); }
+  }
 
   function queue(chartName, traceName, columns, prototype) {
     const byTrace = (state.pending[chartName] = state.pending[chartName] || {});
@@ -113,30 +130,52 @@
     for (const [key, values] of Object.entries(columns)) {
       entry.columns[key] = (entry.columns[key] || []).concat(values);
     }
-    if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+    scheduleFlush();
   }
 
   function flush() {
     state.flushTimer = null;
+    timed(drawPending);
+  }
+
+  // Each trace's index on a chart, by name (the first of a name, as findIndex).
+  function traceIndex(el) {
+    const index = new Map();
+    el.data.forEach((t, i) => { if (!index.has(t.name)) index.set(t.name, i); });
+    return index;
+  }
+
+  function drawPending() {
     const pending = state.pending;
     state.pending = {};
     for (const [chartName, traces] of Object.entries(pending)) {
       const el = chart(chartName);
       if (!el || !el.data) continue;
-      for (const [traceName, entry] of Object.entries(traces)) {
-        let index = el.data.findIndex((t) => t.name === traceName);
-        if (index < 0) {
-          const empty = {};
-          for (const key of Object.keys(entry.columns)) empty[key] = [];
-          Plotly.addTraces(el, Object.assign({name: traceName}, entry.prototype, empty));
-          index = el.data.length - 1;
-        }
-        const update = {};
-        for (const [key, values] of Object.entries(entry.columns)) update[key] = [values];
-        Plotly.extendTraces(el, update, [index]);
+      // New traces in one call, then every trace's new points in one call per set of columns: one redraw each.
+      let index = traceIndex(el);
+      const fresh = Object.entries(traces).filter(([name]) => !index.has(name)).map(([name, entry]) => {
+        const empty = {};
+        for (const key of Object.keys(entry.columns)) empty[key] = [];
+        return Object.assign({name}, entry.prototype, empty);
+      });
+      if (fresh.length) {
+        Plotly.addTraces(el, fresh);
+        index = traceIndex(el);
       }
+      const groups = {};
+      for (const [traceName, entry] of Object.entries(traces)) {
+        const keys = Object.keys(entry.columns).sort().join(",");
+        const group = (groups[keys] = groups[keys] || {update: {}, indices: []});
+        for (const [key, values] of Object.entries(entry.columns)) {
+          (group.update[key] = group.update[key] || []).push(values);
+        }
+        group.indices.push(index.get(traceName));
+      }
+      for (const group of Object.values(groups)) Plotly.extendTraces(el, group.update, group.indices);
       reveal(el);
     }
+    curves.draw();
+    drawBars();
     drawRunning();
   }
 
@@ -236,15 +275,20 @@
       queue("speedup", "efficiency", {x: [event.time * 1000], y: [stats.efficiency]},
             {type: "scatter", mode: "lines+markers", yaxis: "y2"});
     }
+    if (stats && stats.nodes) { state.nodes = stats.nodes; scheduleFlush(); }  // drawn with the next batch
+  }
+
+  // The per-node bars, from the latest search.progress's nodes (one redraw per batch, not one per result).
+  function drawBars() {
     const bars = chart("nodes");
-    if (stats && stats.nodes && bars && bars.data) {
-      const names = stats.nodes.map((n) => n.node + "/" + n.device);
-      Plotly.restyle(bars, {x: [names, names], y: [stats.nodes.map((n) => n.count),
-                     stats.nodes.map((n) => n.throughput_per_hour == null ? null
-                                                                           : Math.round(n.throughput_per_hour * 10) / 10)]},
-                     [0, 1]);
-      reveal(bars);
-    }
+    const nodes = state.nodes;
+    if (!nodes || !bars || !bars.data) return;
+    state.nodes = null;
+    const names = nodes.map((n) => n.node + "/" + n.device);
+    const tenth = (v) => (v === null || v === undefined ? null : Math.round(v * 10) / 10);
+    const perHour = nodes.map((n) => tenth(n.throughput_per_hour));
+    Plotly.restyle(bars, {x: [names, names], y: [nodes.map((n) => n.count), perHour]}, [0, 1]);
+    reveal(bars);
   }
 
   // Figures that change shape as results come (the Pareto front; the strategy's beliefs, kept with each
@@ -264,12 +308,12 @@
     if (event.type === "individual.finished") { addPoint(event.data); redrawSoon("pareto"); }
     else if (event.type === "individual.started") {
       if (!state.plotted.has(event.data.number) && event.data.started) state.running[event.data.number] = event.data;
-      if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+      scheduleFlush();
     }
     else if (event.type === "individual.lost") {  // its worker died: no longer running, queued again
       delete state.running[event.data.number];
       state.runningDrawn = Math.max(state.runningDrawn, 1);  // redraw the timeline without its bar
-      if (!state.flushTimer) state.flushTimer = setTimeout(flush, 100);
+      scheduleFlush();
     }
     else if (event.type === "search.progress") { progress(event); redrawSoon("beliefs"); }
     else if (event.type === "search.data_unreadable") showUnreadable(event.data.notices);
@@ -361,7 +405,12 @@
     csrf: NasLive.csrf,
   };
 
-  setInterval(drawRunning, 1000);
+  // The running bars stretch to "now" every second, or as often as their drawing's cost allows (a batch that is
+  // due redraws them anyway).
+  (function stretchRunning() {
+    if (!state.flushTimer) timed(drawRunning);
+    setTimeout(stretchRunning, Math.max(1000, 5 * pace.cost));
+  })();
 
   slowDownloads();
   loadSnapshot().then(live.connect).catch((error) => setText("live-state", "could not load: " + error.message));

@@ -15,6 +15,8 @@ from webapp.searches.models import Individual
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(1200)]
 N = 10_000
+#: Results published at once after the page loaded (more than the curves chart keeps).
+BURST = 300
 
 
 def test_ten_thousand_points_stay_responsive(page, web, django_user_model):
@@ -50,4 +52,22 @@ def test_ten_thousand_points_stay_responsive(page, web, django_user_model):
     thread.start()
     thread.join()
     page.wait_for_function(f"() => window.nasLive.pointCount() === {N + 1}", timeout=240_000)
+
+    # A burst of results with learning curves, as a big cluster finishes them: every point is drawn, in batches,
+    # and the curves chart keeps the latest 200 ended curves (as the snapshot does), not one per result forever.
+    burst = [Individual.objects.create(search=search, number=N + 1 + i, genome={}, key=f"burst{i}", status="done",
+                                       fitness=0.9, node="node9", device="cpu", slot="node9/cpu/0",
+                                       started=search.created, finished=search.created, duration=1.0,
+                                       curve=[{"epoch": e, "val_accuracy": 0.5 + 0.1 * e} for e in (1, 2, 3)])
+             for i in range(BURST)]
+    thread = threading.Thread(target=lambda: [broadcast.notify(search.pk, "individual.finished",
+                                                               broadcast.finished_event(one)) for one in burst])
+    thread.start()
+    thread.join()
+    page.wait_for_function(f"() => window.nasLive.pointCount() === {N + 1 + BURST}", timeout=240_000)
+    page.wait_for_function(f"""() => document.getElementById('chart-curves').data
+                                   .some((t) => t.name === '#{N + BURST}')""", timeout=240_000)
+    curves = page.evaluate("""() => document.getElementById('chart-curves').data
+                                  .map((t) => t.name).filter((name) => /^#\\d+$/.test(name))""")
+    assert len(curves) == 200 and f"#{N + BURST}" in curves and f"#{N + 1}" not in curves, (len(curves), curves[:3])
     print(f"10,000 points loaded and drawn in {loaded:.1f} s; a script answered in {answered * 1000:.0f} ms")
