@@ -166,6 +166,16 @@ def assert_each_recorded_once(search, count: int) -> list:
     return individuals
 
 
+def ran_together(individuals, first: str, second: str) -> bool:
+    """Some evaluation on node ``first`` ran while one on node ``second`` did (their start-to-finish intervals
+    overlap): two workers worked in parallel, a fact no machine's load changes (unlike a speedup's size)."""
+    spans = {first: [], second: []}
+    for i in individuals:
+        if i.node in spans and i.started and i.finished:
+            spans[i.node].append((i.started, i.finished))
+    return any(a0 < b1 and b0 < a1 for a0, a1 in spans[first] for b0, b1 in spans[second])
+
+
 def running_evaluation(search_id: int, timeout: float = 30) -> tuple[int, dict]:
     """Wait for an individual being evaluated; its id and its heartbeat (node, slot, pid of the evaluating process)."""
     from webapp.messaging import transport

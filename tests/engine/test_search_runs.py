@@ -6,7 +6,8 @@ import subprocess
 import pytest
 
 from tests.conftest import manage
-from tests.engine.conftest import assert_each_recorded_once, finished, launched, simulated_config, wait_until
+from tests.engine.conftest import (assert_each_recorded_once, finished, launched, ran_together, simulated_config,
+                                   wait_until)
 from webapp.searches import accounting
 from webapp.services import lifecycle
 from webapp.searches.models import Event, Individual, Search
@@ -30,8 +31,11 @@ def test_a_regularized_search_completes_on_two_workers(stack):
     counts = {node["node"]: node["count"] for node in summary["nodes"]}
     assert sum(counts.values()) == 30 and set(counts) == {"alpha", "beta"}
     assert min(counts.values()) >= 8  # both pulled work
-    assert summary["ideal"] == 2 and 1.0 < summary["speedup"] <= 2.05
-    assert 0.5 < summary["efficiency"] <= 1.03
+    # Both ran at once (what a speedup above 1 comes from), however loaded the machine: how much above 1 is for
+    # benchmarks/, not a test.
+    assert ran_together(individuals, "alpha", "beta")
+    assert summary["ideal"] == 2 and 0 < summary["speedup"] <= 2.05
+    assert 0 < summary["efficiency"] <= 1.03
     assert search.best_fitness == max(i.fitness for i in individuals)
     seqs = list(Event.objects.filter(search=search).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))

@@ -53,8 +53,9 @@ def test_a_killed_worker_is_replaced_by_the_other_and_its_redelivery_adds_nothin
     lost, rerun = victim.attempt_rows.order_by("number")
     assert (lost.outcome, lost.reason, lost.node, rerun.outcome) == ("lost", "worker_lost", beat["node"], "ok")
     assert "no heartbeat" in lost.message
-    # Noticed within the heartbeat TTL (1.5 s here) plus a loop round, not after Redis's visibility timeout.
-    assert restarted < 6, restarted
+    # Noticed within the heartbeat TTL (1.5 s here) plus a loop round, not after Redis's visibility timeout (4 h):
+    # a bound far from both, so a loaded machine cannot fail it.
+    assert restarted < 120, restarted
     print(f"killed worker's evaluation re-dispatched and started {restarted:.2f} s after the kill")
 
     # Redis would hand the dead worker's unacked message out again after its visibility timeout: do it now.
