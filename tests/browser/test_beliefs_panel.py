@@ -20,7 +20,7 @@ def policy(page):
 
 
 def test_a_reinforce_search_shows_its_policy_live(page, web, stack, django_user_model):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     owner = django_user_model.objects.create_user(username="ada", password="a-long-password-1")
     config = {**simulated_config(evaluations=24, duration=0.5), "space": {"name": "chain", "max_layers": 3},

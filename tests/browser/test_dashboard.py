@@ -56,7 +56,7 @@ def status(page) -> str:
 
 
 def test_create_launch_watch_stop_resume_clone_download(page, web, stack, django_user_model, tmp_path):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     django_user_model.objects.create_user(username="ada", password="a-long-password-1")
     errors: list[str] = []  # the page's uncaught script errors: a live page that throws stops drawing
@@ -215,7 +215,7 @@ def check_sources_build(archive: zipfile.ZipFile, folder: Path) -> None:
 
 def test_a_real_digits_search_from_the_form_defaults(page, web, stack, django_user_model, tmp_path):
     """The form's default evaluation (real PyTorch training on digits), made small: six evaluations of one epoch."""
-    stack.evaluator("trainer")
+    stack.evaluator("trainer", wait=False)
     stack.control()
     user = django_user_model.objects.create_user(username="grace", password="a-long-password-1")
     sign_in(page, web, user)

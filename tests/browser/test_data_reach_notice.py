@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 def test_the_page_says_live_which_worker_cannot_read_the_set(page, stack, web, tmp_path, settings):
     staff = get_user_model().objects.create_user("chief", password="a-long-password-1", is_staff=True)
     _register(tmp_path, settings)
-    stack.control()
+    stack.control(wait=False)
     stack.evaluator("alpha", OMP_NUM_THREADS="1")
     wait_until(lambda: "alpha" in node_control.known_nodes(), 60, message="alpha's heartbeat")
     node_control.set_state(staff, "alpha", "pause")

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(
 
 
 def test_the_first_hour(page, web, stack, django_user_model, tmp_path):
-    stack.evaluator("laptop", OMP_NUM_THREADS="1")
+    stack.evaluator("laptop", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     user = django_user_model.objects.create_user(username="newcomer", password="a-long-password-1")
     sign_in(page, web, user)

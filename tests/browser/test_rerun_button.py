@@ -16,7 +16,7 @@ SHOTS = os.environ.get("NAS_SCREENSHOTS", "")
 
 
 def test_the_rerun_button_reruns_a_failed_individual_and_its_page_lists_both_attempts(page, stack, web):
-    stack.control()
+    stack.control(wait=False)
     sick = stack.evaluator("page-sick")
     search = finished(launched("rerun button", failing_config(failing=1, evaluations=4)).pk, timeout=120)
     assert Individual.objects.get(search=search, number=0).status == "failed"

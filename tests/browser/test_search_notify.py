@@ -32,7 +32,7 @@ def test_the_page_says_when_every_worker_is_paused_and_notifies_the_end(page, st
     """Each step waits on a state the test set, never on speed: while bell-a is paused nothing is evaluated, and
     an evaluation sleeps 30 s, so the search cannot end before the test stops it."""
     staff = get_user_model().objects.create_user("chief", password="a-long-password-1", is_staff=True)
-    stack.control()
+    stack.control(wait=False)
     stack.evaluator("bell-a")
     wait_until(lambda: "bell-a" in node_control.known_nodes(), 60, message="bell-a's heartbeat")
     node_control.set_state(staff, "bell-a", "pause")

@@ -47,11 +47,16 @@ def engine(redis_url, celery_app, settings, transactional_db):
 
 
 class Stack:
-    """Starts and stops the worker processes of one test."""
+    """Starts and stops the worker processes of one test.
+
+    ``control()`` and ``evaluator()`` return once the worker is ready. With ``wait=False`` they return as soon as
+    it is started, and the next call that waits (or ``ready()``) waits for it too: workers started together
+    import Django, Celery and PyTorch at the same time, each on a core, instead of one after the other."""
 
     def __init__(self, redis_url: str) -> None:
         self.redis_url = redis_url
         self.processes: list[ProcessLog] = []
+        self.starting: list[ProcessLog] = []
 
     def env(self, **extra: str) -> dict[str, str]:
         return manage_env(self.redis_url, settings.STATE_DIR, **{**FAST, **extra})
@@ -68,18 +73,26 @@ class Stack:
         group = os.getpgid(pid)
         return next(p for p in self.processes if p.process.pid == group)
 
-    def control(self, **extra: str) -> ProcessLog:
-        process = ProcessLog(manage("controlworker", "--concurrency", "2", "--node", f"c{next(_names)}"), self.env(**extra))
-        self.processes.append(process)
-        process.wait_for("ready.", timeout=60)
-        return process
-
-    def evaluator(self, node: str, slots: int = 1, **extra: str) -> ProcessLog:
-        argv = manage("evalworker", "--device", "cpu", "--node", node, "--slots", str(slots))
+    def start(self, argv: list[str], wait: bool = True, **extra: str) -> ProcessLog:
+        """A worker (``manage.py ...`` argv) with this stack's environment; ready when ``wait``."""
         process = ProcessLog(argv, self.env(**extra))
         self.processes.append(process)
-        process.wait_for("ready.", timeout=60)
+        self.starting.append(process)
+        if wait:
+            self.ready()
         return process
+
+    def ready(self) -> None:
+        """Wait until every worker started so far says it is ready."""
+        while self.starting:
+            self.starting[0].wait_for("ready.", timeout=60)
+            self.starting.pop(0)
+
+    def control(self, wait: bool = True, **extra: str) -> ProcessLog:
+        return self.start(manage("controlworker", "--concurrency", "2", "--node", f"c{next(_names)}"), wait, **extra)
+
+    def evaluator(self, node: str, slots: int = 1, wait: bool = True, **extra: str) -> ProcessLog:
+        return self.start(manage("evalworker", "--device", "cpu", "--node", node, "--slots", str(slots)), wait, **extra)
 
     def stop(self) -> None:
         for process in self.processes:  # all at once: one after the other, each worker's shutdown added up

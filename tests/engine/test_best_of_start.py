@@ -82,7 +82,7 @@ def test_without_kept_weights_it_starts_from_scratch_and_says_so(client):
 def test_a_real_weight_search_begins_where_its_source_ended(stack):
     """A real architecture search trains on digits and keeps its best's weights; a weight search over that
     architecture scores its first generation about as well as the source's best (not ~0.1, an untrained net)."""
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     source = finished(launched("source", {
         "space": SPACE, "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 2}},

@@ -20,8 +20,8 @@ def done_count(search_id: int) -> int:
 
 
 def test_a_killed_control_worker_is_replaced_and_only_one_loop_ever_runs(stack):
-    stack.evaluator("alpha", slots=2)
-    first, second = stack.control(), stack.control()
+    stack.evaluator("alpha", slots=2, wait=False)
+    first, second = stack.control(wait=False), stack.control()
     search = launched("control killed", simulated_config(evaluations=30, duration=0.3))
     wait_until(lambda: done_count(search.pk) >= 8, 60, message="8 evaluations done")
     holder = Search.objects.get(pk=search.pk).lease_owner
@@ -49,8 +49,8 @@ def test_a_killed_control_worker_is_replaced_and_only_one_loop_ever_runs(stack):
 
 
 def test_a_search_survives_a_redis_restart(stack, redis_process):
-    stack.evaluator("alpha")
-    stack.evaluator("beta")
+    stack.evaluator("alpha", wait=False)
+    stack.evaluator("beta", wait=False)
     stack.control()
     search = launched("redis restart", simulated_config(evaluations=24, duration=0.4))
     wait_until(lambda: done_count(search.pk) >= 6, 60, message="6 evaluations done")
@@ -76,8 +76,8 @@ def test_a_loop_that_stalls_past_its_lease_never_writes_again(stack):
     from webapp.control import faults
     from webapp.messaging import transport
 
-    stack.evaluator("alpha", slots=2)
-    stack.control(), stack.control()  # two: the other one takes the search over
+    stack.evaluator("alpha", slots=2, wait=False)
+    stack.control(wait=False), stack.control()  # two: the other one takes the search over
     search = launched("stalled loop", simulated_config(evaluations=30, duration=0.3))
     wait_until(lambda: done_count(search.pk) >= 6, 60, message="6 evaluations done")
     pid = int(Search.objects.get(pk=search.pk).lease_owner.split(":")[1])

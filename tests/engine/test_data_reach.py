@@ -25,11 +25,11 @@ def _register(tmp_path, settings):
     return datasets.register(owner(), "tiny_digits", str(root))
 
 
-def _blind(stack, tmp_path, node: str) -> str:
+def _blind(stack, tmp_path, node: str, wait: bool = True) -> str:
     """An evaluation worker on ``node`` that can neither read the shared path nor fetch from the server."""
     closed = f"http://127.0.0.1:{free_port()}"
     stack.evaluator(node, OMP_NUM_THREADS="1", NAS_DATA_FETCH="always", NAS_SERVER_URL=closed,
-                    NAS_DATA_CACHE=str(tmp_path / f"{node}-cache"))
+                    NAS_DATA_CACHE=str(tmp_path / f"{node}-cache"), wait=wait)
     return closed
 
 
@@ -45,8 +45,8 @@ def test_a_skipped_message_of_an_earlier_worker_still_parses():
 @pytest.mark.integration
 def test_a_worker_that_cannot_read_the_set_hands_its_evaluations_to_one_that_can(stack, tmp_path, settings):
     _register(tmp_path, settings)
-    closed = _blind(stack, tmp_path, "beta")
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    closed = _blind(stack, tmp_path, "beta", wait=False)
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = finished(launched("half blind", CONFIG).pk, timeout=300)
     individuals = list(Individual.objects.filter(search=search))
@@ -76,8 +76,8 @@ def test_a_worker_that_cannot_read_the_set_hands_its_evaluations_to_one_that_can
 @pytest.mark.integration
 def test_when_no_worker_can_read_the_set_each_evaluation_fails_naming_every_node_tried(stack, tmp_path, settings):
     _register(tmp_path, settings)
-    _blind(stack, tmp_path, "beta")
-    _blind(stack, tmp_path, "gamma")
+    _blind(stack, tmp_path, "beta", wait=False)
+    _blind(stack, tmp_path, "gamma", wait=False)
     stack.control()
     search = finished(launched("blind", {**CONFIG, "strategy": {**CONFIG["strategy"], "params": {
         "population": 2, "sample_size": 2, "max_evaluations": 2}}}).pk, timeout=300)

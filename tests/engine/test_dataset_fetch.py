@@ -43,7 +43,7 @@ def test_a_worker_fetches_an_uploaded_set_by_digest(stack, web, tmp_path, settin
     held = datasets.register(owner(), "held_out", str(test_root))
     cache = tmp_path / "worker-cache"
     worker = stack.evaluator("alpha", OMP_NUM_THREADS="1", NAS_SERVER_URL=web, NAS_DATA_FETCH="always",
-                             NAS_DATA_CACHE=str(cache))
+                             NAS_DATA_CACHE=str(cache), wait=False)
     stack.control()
     config = {**CONFIG, "data": {**CONFIG["data"], "test": "held_out"}, "evaluation": {"mode": "train", "keep_weights": 1},
               "training": {"epochs": 6, "batch_size": 16, "learning_rate": 0.01}}
@@ -80,7 +80,7 @@ def test_a_worker_that_can_neither_read_nor_fetch_names_itself(stack, tmp_path, 
     uploaded(tmp_path, settings, classes=(1, 2), per_class=10)
     closed = f"http://127.0.0.1:{free_port()}"
     stack.evaluator("alpha", OMP_NUM_THREADS="1", NAS_SERVER_URL=closed, NAS_DATA_FETCH="always",
-                    NAS_DATA_CACHE=str(tmp_path / "cache"))
+                    NAS_DATA_CACHE=str(tmp_path / "cache"), wait=False)
     stack.control()
     search = finished(launched("unfetchable", CONFIG).pk, timeout=300)
     individuals = list(Individual.objects.filter(search=search))

@@ -20,7 +20,7 @@ def explorer_config(name: str, evaluations: int, **params) -> dict:
 
 
 def test_a_reinforce_search_completes_and_keeps_its_policy(stack):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     search = finished(launched("reinforce", explorer_config("reinforce", 20)).pk, timeout=120)
     assert search.status == Search.Status.FINISHED, search.status_reason
@@ -33,7 +33,7 @@ def test_a_reinforce_search_completes_and_keeps_its_policy(stack):
 
 
 def test_a_tpe_search_stopped_and_resumed_ends_with_each_genome_once(stack):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     search = launched("tpe", explorer_config("tpe", 24, startup_trials=4))
     wait_until(lambda: Individual.objects.filter(search=search, status=Individual.Status.DONE).count() >= 8, 90)

@@ -117,7 +117,7 @@ def test_a_stop_during_the_final_training_keeps_what_finished_and_a_resume_train
     from tests.engine.conftest import finished, launched, running_evaluation, wait_until
     from tests.scoring import score_as_the_readme_says
 
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = launched("final stop and resume", DIGITS)
 
@@ -161,7 +161,7 @@ def test_final_runs_train_on_gangs_like_any_evaluation(stack):
     from tests.engine.conftest import finished, launched
     from tests.engine.test_gang_search import gang_config, gang_worker
 
-    gang_worker(stack, "auto", "cpu,cpu")
+    gang_worker(stack, "auto", "cpu,cpu", wait=False)
     stack.control()
     config = {**gang_config(2), "strategy": {"name": "regularized", "seed": 1,
                                              "params": {"population": 3, "sample_size": 2, "max_evaluations": 4}},

@@ -20,16 +20,13 @@ def gang_config(devices) -> dict:
     }
 
 
-def gang_worker(stack, gang: str, devices: str = "cpu,cpu,cpu,cpu", node: str = "gangnode") -> ProcessLog:
-    argv = manage("evalworker", "--device", devices, "--gang", gang, "--node", node)
-    process = ProcessLog(argv, stack.env())
-    stack.processes.append(process)
-    process.wait_for("ready.", timeout=60)
-    return process
+def gang_worker(stack, gang: str, devices: str = "cpu,cpu,cpu,cpu", node: str = "gangnode",
+                wait: bool = True) -> ProcessLog:
+    return stack.start(manage("evalworker", "--device", devices, "--gang", gang, "--node", node), wait)
 
 
 def test_auto_gives_the_generation_tail_more_devices_and_records_why(stack):
-    gang_worker(stack, "auto")
+    gang_worker(stack, "auto", wait=False)
     stack.control()
     search = finished(launched("gangs auto", gang_config("auto")).pk, timeout=120)
     assert search.status == Search.Status.FINISHED, search.status_reason
@@ -50,8 +47,8 @@ def test_two_gang_workers_decide_with_the_published_cluster_as_the_policy_comput
     from nas.allocation import Allocation, Pending, ThroughputModel, decide
     from webapp.messaging import cluster_state
 
-    gang_worker(stack, "auto", "cpu,cpu", "gang-a")
-    gang_worker(stack, "auto", "cpu,cpu", "gang-b")
+    gang_worker(stack, "auto", "cpu,cpu", "gang-a", wait=False)
+    gang_worker(stack, "auto", "cpu,cpu", "gang-b", wait=False)
     stack.control()
     search = finished(launched("gangs two hosts", gang_config("auto")).pk, timeout=180)
     assert search.status == Search.Status.FINISHED, search.status_reason
@@ -75,7 +72,7 @@ def test_two_gang_workers_decide_with_the_published_cluster_as_the_policy_comput
 
 
 def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):
-    gang_worker(stack, "auto")
+    gang_worker(stack, "auto", wait=False)
     stack.control()
     search = finished(launched("gangs fixed", gang_config(2)).pk, timeout=120)
     assert search.status == Search.Status.FINISHED, search.status_reason

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import ProcessLog, manage
+from tests.conftest import manage
 from tests.engine.conftest import finished, launched, wait_until
 from tests.scoring import score_as_the_readme_says
 from webapp.searches.models import Individual, Search
@@ -31,9 +31,7 @@ def ranks() -> list[psutil.Process]:
 
 def start_gang_of_two(stack) -> None:
     """A gang worker of two CPU ranks (``evalworker --device cpu,cpu --gang 2``), ready, and a control worker."""
-    worker = ProcessLog(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), stack.env())
-    stack.processes.append(worker)
-    worker.wait_for("ready.", timeout=60)
+    stack.start(manage("evalworker", "--device", "cpu,cpu", "--gang", "2", "--node", "gangnode"), wait=False)
     stack.control()
 
 

@@ -55,7 +55,7 @@ def test_an_nsga2_search_over_accuracy_and_latency_fills_the_pareto_chart(stack)
     from webapp.searches.models import Individual, Search
     from webapp.services import queries
 
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = finished(launched("accuracy and latency", CONFIG).pk, timeout=240)
     assert search.status == Search.Status.FINISHED, search.status_reason

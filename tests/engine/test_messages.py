@@ -27,7 +27,7 @@ def snapshot(individual: Individual) -> tuple:
 
 
 def test_unsigned_unknown_space_bad_genome_and_garbage_messages_are_refused(stack, celery_app):
-    worker = stack.evaluator("alpha")
+    worker = stack.evaluator("alpha", wait=False)
     stack.control()
     search = finished(launched("messages", simulated_config(evaluations=4, duration=0.1)).pk)
     victim = Individual.objects.filter(search=search).first()

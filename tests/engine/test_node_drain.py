@@ -38,8 +38,8 @@ def state_of(node: str) -> str:
 
 
 def test_a_drained_node_finishes_its_evaluation_takes_nothing_more_and_stays_drained_when_restarted(stack):
-    stack.control()
-    first = stack.evaluator("drain-a")
+    stack.control(wait=False)
+    first = stack.evaluator("drain-a", wait=False)
     stack.evaluator("drain-b")
     search = launched("drain", simulated_config(evaluations=12, duration=1.0, population=4))
     victim = running_on(search.pk, "drain-a")
@@ -62,8 +62,8 @@ def test_a_drained_node_finishes_its_evaluation_takes_nothing_more_and_stays_dra
 
 
 def test_a_paused_node_hands_its_evaluation_back_at_once_and_it_runs_elsewhere(stack):
-    stack.control()
-    worker = stack.evaluator("pause-a")
+    stack.control(wait=False)
+    worker = stack.evaluator("pause-a", wait=False)
     stack.evaluator("pause-b")
     search = launched("pause", simulated_config(evaluations=4, duration=5.0, population=4))
     victim = running_on(search.pk, "pause-a")

@@ -10,10 +10,10 @@ pytestmark = pytest.mark.integration
 
 
 def test_each_slot_is_listed_live_with_its_counts_then_stale_once_its_worker_died(stack):
-    worker = stack.evaluator("gamma", slots=2)
+    worker = stack.evaluator("gamma", slots=2, wait=False)
     stack.control()
     rows = wait_until(lambda: [r for r in nodes.worker_table() if r["node"] == "gamma" and r["state"] == "live"]
-                      if len([r for r in nodes.worker_table() if r["node"] == "gamma"]) == 2 else None, 30)
+                      if len([r for r in nodes.worker_table() if r["node"] == "gamma"]) == 2 else None, 120)
     assert {(r["device"], r["slots"], r["pool"]) for r in rows} == {("cpu", 2, "eval")}
     assert len({r["name"] for r in rows}) == 2 and all(r["host"] for r in rows)
     finished(launched("counted", simulated_config(evaluations=6, duration=0.2)).pk)

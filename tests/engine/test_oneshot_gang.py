@@ -32,7 +32,7 @@ def test_the_supernet_trains_on_both_devices_of_a_gang_stops_resumes_and_the_sea
     from webapp.searches.models import Individual, Search
     from webapp.services import lifecycle
 
-    worker = gang_worker(stack, "auto", "cpu,cpu", "gangnode")
+    worker = gang_worker(stack, "auto", "cpu,cpu", "gangnode", wait=False)
     stack.control()
     search = launched("oneshot on a gang", CONFIG)
     first = wait_until(lambda: (s := oneshot_state.supernet(search.pk)) is not None and s.curve and s, 300,

@@ -175,7 +175,7 @@ def test_a_tiny_oneshot_search_on_the_real_stack(stack, tmp_path):
     from tests.engine.conftest import finished, launched
     from webapp.searches.models import Search
 
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = finished(launched("oneshot on the stack", TINY).pk, timeout=600)
     assert search.status == Search.Status.FINISHED, search.status_reason
@@ -196,7 +196,7 @@ def test_a_stop_during_the_supernet_training_resumes_from_its_checkpoint(stack):
     config = {**TINY, "oneshot": {**TINY["oneshot"], "supernet": {"epochs": 4, "probes": 1}, "check_ranking": 0,
                                   "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 4}}}}
     config.pop("final")
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = launched("oneshot stop and resume", config)
     wait_until(lambda: (s := oneshot_state.supernet(search.pk)) is not None and len(s.curve) >= 1, 400,
@@ -229,8 +229,8 @@ def test_a_worker_lost_during_the_supernet_training_is_replaced_and_the_training
     config = {**TINY, "oneshot": {**TINY["oneshot"], "supernet": {"epochs": 4, "probes": 1}, "check_ranking": 0,
                                   "strategy": {"name": "random", "seed": 2, "params": {"max_evaluations": 4}}}}
     config.pop("final")
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
-    stack.evaluator("beta", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
+    stack.evaluator("beta", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = launched("oneshot worker lost", config)
     wait_until(lambda: (s := oneshot_state.supernet(search.pk)) is not None and len(s.curve) >= 1, 400,

@@ -24,7 +24,7 @@ def test_a_search_trains_on_a_folder_registered_by_path(stack, tmp_path, setting
     # the first 15 images of each class are left out of the set: new images for predict.py below
     registered = datasets.register(owner(), "png_digits", str(write_digit_folders(tmp_path / "digits", skip=15)))
     assert registered.images == 1797 - 150 and len(registered.corrupt) == 1
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = finished(launched("png digits", CONFIG).pk, timeout=300)
     assert search.status == Search.Status.FINISHED, search.status_reason
@@ -56,7 +56,7 @@ def test_a_changed_folder_fails_each_individual_naming_worker_and_path(stack, tm
     root = write_digit_folders(tmp_path / "digits", classes=(1, 2), per_class=20)
     datasets.register(owner(), "png_digits", str(root))
     (root / "digit_1" / "0003.png").unlink()  # changed after registration
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = finished(launched("changed", {**CONFIG, "strategy": {**CONFIG["strategy"], "params": {
         "population": 2, "sample_size": 2, "max_evaluations": 2}}}).pk, timeout=300)

@@ -35,8 +35,8 @@ def check_counts(search: Search, count: int, epochs: float) -> tuple[list[Indivi
 
 
 def test_curve_pruning_across_two_evaluation_workers(stack):
-    stack.evaluator("alpha", slots=2)
-    stack.evaluator("beta", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
+    stack.evaluator("beta", slots=2, wait=False)
     stack.control()
     pruner = {"name": "curve", "k": 3, "min_steps": 2, "threshold": 0.25}
     search = finished(launched("curve pruning", simulated(30, 0.6, pruner)).pk, timeout=120)
@@ -48,7 +48,7 @@ def test_curve_pruning_across_two_evaluation_workers(stack):
 
 
 def test_a_worker_killed_during_a_pruned_evaluation_loses_nothing(stack):
-    alpha = stack.evaluator("alpha")
+    alpha = stack.evaluator("alpha", wait=False)
     stack.control()
     search = launched("kill while pruning", simulated(4, 6.0, {"name": "none"}))
     individual_id, beat = running_evaluation(search.pk)
@@ -68,8 +68,8 @@ def test_a_worker_killed_during_a_pruned_evaluation_loses_nothing(stack):
 
 
 def test_real_digits_training_with_curve_pruning(stack):
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
-    stack.evaluator("beta", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
+    stack.evaluator("beta", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     config = {"space": {"name": "chain", "max_layers": 2, "modules": 2},
               "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 12}},

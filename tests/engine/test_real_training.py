@@ -28,8 +28,8 @@ def test_a_regularized_search_trains_30_networks_on_two_cpu_workers(stack):
     from evaluators.builders import architecture, as_space
     from evaluators.model_files import load_weights
 
-    stack.evaluator("alpha", OMP_NUM_THREADS="1")
-    stack.evaluator("beta", OMP_NUM_THREADS="1")
+    stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
+    stack.evaluator("beta", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     search = finished(launched("digits on two workers", CONFIG).pk, timeout=240)
     assert search.status == Search.Status.FINISHED, search.status_reason

@@ -49,7 +49,7 @@ def assert_told_once(search: Search, failed_numbers: list[int]) -> None:
 
 
 def test_rerun_all_failed_on_a_fixed_host_records_each_attempt_and_tells_the_strategy_once(stack):
-    stack.control()
+    stack.control(wait=False)
     sick = stack.evaluator("rerun-sick")
     search = launched("rerun all", failing_config())
     search = finished(search.pk, timeout=120)
@@ -80,7 +80,7 @@ def test_rerun_all_failed_on_a_fixed_host_records_each_attempt_and_tells_the_str
 
 
 def test_a_rerun_while_the_search_runs_is_sent_by_its_loop_and_may_fail_again(stack):
-    stack.control()
+    stack.control(wait=False)
     stack.evaluator("rerun-live")
     search = launched("rerun live", failing_config(failing=2, evaluations=12))
     wait_until(lambda: Individual.objects.filter(search=search, status="failed").count() == 2, 120,

@@ -108,7 +108,7 @@ def test_a_draft_is_edited_from_the_terminal_until_it_is_launched(capsys, redis_
 
 @pytest.mark.integration
 def test_a_search_created_launched_and_watched_from_the_terminal(stack, tmp_path):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     owner()
     config = tmp_path / "search.json"

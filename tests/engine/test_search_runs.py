@@ -16,9 +16,10 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_regularized_search_completes_on_two_workers(stack):
-    stack.evaluator("alpha")
+    stack.evaluator("alpha", wait=False)
     # Evaluation workers need Redis and the code only: this one's database does not exist.
-    stack.evaluator("beta", DATABASE_URL="postgres://nobody:nothing@127.0.0.1:9/nowhere", NAS_USE_TEST_DB="0")
+    stack.evaluator("beta", DATABASE_URL="postgres://nobody:nothing@127.0.0.1:9/nowhere", NAS_USE_TEST_DB="0",
+                    wait=False)
     stack.control()
     search = launched("two workers", simulated_config())
     search = finished(search.pk)
@@ -52,7 +53,7 @@ def test_an_evaluation_worker_on_a_missing_device_refuses_to_start(stack):
 
 
 def test_a_stopped_search_keeps_its_work_and_resumes_to_the_same_end(stack):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     search = launched("stop and resume", simulated_config(evaluations=20, duration=0.4))
     wait_until(lambda: Individual.objects.filter(search=search, status=Individual.Status.DONE).count() >= 5, 60)
@@ -86,7 +87,7 @@ def test_a_stop_records_what_finishes_after_it_and_shows_the_queue_as_not_sent(s
     from tests.engine.conftest import running_evaluation
     from webapp.services import queries
 
-    stack.evaluator("alpha")
+    stack.evaluator("alpha", wait=False)
     stack.control()
     search = launched("stop drains", simulated_config(evaluations=6, duration=1.5, population=4))
     running, _ = running_evaluation(search.pk)
@@ -109,7 +110,7 @@ def test_a_generational_search_that_reuses_results_ends_at_100_percent(stack):
     (it shrank from generations x population) and a finished search shows done = total, 100%."""
     from webapp.services import queries
 
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     config = {"space": {"name": "chain", "max_layers": 1, "modules": 1},  # 18 genomes: copies are certain
               "strategy": {"name": "generational", "seed": 2,

@@ -43,10 +43,10 @@ def final_weights(search: Search) -> WeightEvolution:
 
 def test_cu_su_and_scalars_on_two_slots_equal_the_single_process_run(stack):
     """OpenAI-ES by each method, and SNES by cu (its sigma vector too), on two real slots."""
-    stack.evaluator("alpha")
-    stack.evaluator("beta")
+    stack.evaluator("alpha", wait=False)
+    stack.evaluator("beta", wait=False)
     stack.control()
-    wait_until(lambda: len(transport.live_slots("eval")) == 2, 30, message="two live slots")
+    wait_until(lambda: len(transport.live_slots("eval")) == 2, 120, message="two live slots")
     for method, algorithm in (("cu", "openai_es"), ("scalars", "openai_es"), ("su", "openai_es"), ("cu", "snes")):
         config = weight_config(method, algorithm=algorithm)
         search = finished(launched(f"weights {method} {algorithm}", config).pk, timeout=120)
@@ -74,9 +74,9 @@ def test_cu_su_and_scalars_on_two_slots_equal_the_single_process_run(stack):
 
 
 def test_three_slots_split_a_generation_in_three_and_equal_the_single_process_run(stack):
-    stack.evaluator("gamma", slots=3)
+    stack.evaluator("gamma", slots=3, wait=False)
     stack.control()
-    wait_until(lambda: len(transport.live_slots("eval")) == 3, 30, message="three live slots")
+    wait_until(lambda: len(transport.live_slots("eval")) == 3, 120, message="three live slots")
     for method in ("cu", "su"):
         config = weight_config(method, generations=2, population=12)
         search = finished(launched(f"three {method}", config).pk, timeout=120)
@@ -91,10 +91,10 @@ def test_three_slots_split_a_generation_in_three_and_equal_the_single_process_ru
 def test_a_slot_killed_mid_generation_leaves_the_same_weights(stack):
     """kill -9 of the pool process computing a part: the part is computed again elsewhere, and the weights after
     the generation are those of the run without the fault, bit for bit."""
-    stack.evaluator("alpha")
-    stack.evaluator("beta")
+    stack.evaluator("alpha", wait=False)
+    stack.evaluator("beta", wait=False)
     stack.control()
-    wait_until(lambda: len(transport.live_slots("eval")) == 2, 30, message="two live slots")
+    wait_until(lambda: len(transport.live_slots("eval")) == 2, 120, message="two live slots")
     config = weight_config("cu", generations=2, layers=[64, 1024, 1024, 10], population=16)
     search = launched("weights killed", config)
     redis_ = transport.client()
@@ -112,7 +112,7 @@ def test_a_slot_killed_mid_generation_leaves_the_same_weights(stack):
 
 
 def test_a_stop_and_resume_reproduce_the_uninterrupted_run(stack):
-    stack.evaluator("alpha", slots=2)
+    stack.evaluator("alpha", slots=2, wait=False)
     stack.control()
     config = weight_config("scalars", generations=12)
     search = launched("weights stop", config)

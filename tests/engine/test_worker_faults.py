@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_killed_evaluation_process_is_rerun_and_recorded_once(stack):
-    stack.evaluator("alpha")
+    stack.evaluator("alpha", wait=False)
     stack.control()
     search = launched("child killed", simulated_config(evaluations=8, duration=1.0))
     victim_id, beat = running_evaluation(search.pk)
@@ -37,8 +37,8 @@ def test_a_killed_evaluation_process_is_rerun_and_recorded_once(stack):
 
 
 def test_a_killed_worker_is_replaced_by_the_other_and_its_redelivery_adds_nothing(stack, celery_app):
-    alpha = stack.evaluator("alpha")
-    beta = stack.evaluator("beta")
+    alpha = stack.evaluator("alpha", wait=False)
+    beta = stack.evaluator("beta", wait=False)
     stack.control()
     search = launched("worker killed", simulated_config(evaluations=12, duration=1.0))
     victim_id, beat = running_evaluation(search.pk)
@@ -80,7 +80,7 @@ def test_a_genome_that_kills_its_worker_fails_with_worker_lost_and_oom_or_diverg
     config = simulated_config(evaluations=10, duration=0.2)
     keys = first_keys(config, 4)
     config["evaluation"]["faults"] = {"kill": [keys[1]], "oom": [keys[2]], "diverge": [keys[3]]}
-    stack.evaluator("alpha")
+    stack.evaluator("alpha", wait=False)
     stack.control()
     search = finished(launched("faulty genomes", config).pk, timeout=90)
     assert search.status == Search.Status.FINISHED, search.status_reason
@@ -99,8 +99,8 @@ def test_a_genome_that_kills_its_worker_fails_with_worker_lost_and_oom_or_diverg
 
 
 def test_a_twice_as_slow_worker_gets_about_half_as_many_evaluations(stack):
-    stack.evaluator("fast")
-    stack.evaluator("slow", NAS_SIM_SLOWDOWN="2")
+    stack.evaluator("fast", wait=False)
+    stack.evaluator("slow", NAS_SIM_SLOWDOWN="2", wait=False)
     stack.control()
     search = finished(launched("slow worker", simulated_config(evaluations=36, duration=0.25)).pk)
     assert search.status == Search.Status.FINISHED, search.status_reason
