@@ -113,3 +113,16 @@ def test_query_strings_never_fail_with_a_500(api, query, raw, name):
 def test_actions_never_fail_with_a_500(api, action, body):
     client, search = api
     check(client.post(reverse("api-action", args=[search.pk, action]), body, content_type="application/json"))
+
+
+@pytest.mark.parametrize("section", ["space", "strategy"])
+@pytest.mark.parametrize("name", [[], {}, 3, None, True])
+def test_a_name_that_is_not_a_string_is_a_400(api, section, name):
+    """Found by the fuzz above in CI: a list as the space's name was looked up as a dict key (a 500)."""
+    client, _ = api
+    before = Search.objects.count()
+    config = json.loads(json.dumps(TEMPLATE))
+    config[section]["name"] = name
+    response = client.post(reverse("api-searches"), json.dumps({"config": config}), content_type="application/json")
+    check(response)
+    assert response.status_code == 400 and Search.objects.count() == before

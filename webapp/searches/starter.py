@@ -40,7 +40,8 @@ def fill(data: dict[str, Any]) -> dict[str, Any]:
     space = data.get("space", {})
     if isinstance(space, dict):
         name = space.get("name", "chain")
-        data["space"] = {**SPACE_PARAMS.get(name, {}), **space}
+        starter = SPACE_PARAMS.get(name, {}) if isinstance(name, str) else {}  # a list or a dict: the check names it
+        data["space"] = {**starter, **space}
     strategy = data.get("strategy", {})
     if isinstance(strategy, dict):
         name = strategy.get("name", "regularized")
