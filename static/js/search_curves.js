@@ -54,7 +54,8 @@ const NasCurves = (function () {
     // Called by the page after each batch's points are drawn (so a curve's last points are on the chart).
     function draw() {
       const el = chart();
-      if (!ended.length || !el || !el.data) return;
+      if (!el) { ended.length = 0; return; }  // a page without the curves chart keeps nothing
+      if (!ended.length || !el.data) return;  // not drawn yet: after the snapshot's next batch
       const index = new Map(el.data.map((t, i) => [t.name, i]));
       const restyle = {indices: [], line: [], color: [], hover: []};
       const added = [];
