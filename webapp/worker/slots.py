@@ -32,9 +32,15 @@ class SlotIdentity:
         return f"{self.node}/{self.device}/{self.slot}"
 
     def as_dict(self) -> dict:
-        torch = sys.modules.get("torch")  # its CPU threads, once this slot has loaded it (never imported here)
         return {**dataclasses.asdict(self), "name": self.name, "host": socket.gethostname(), "pid": os.getpid(),
-                "threads": torch.get_num_threads() if torch is not None else None}
+                "threads": torch_threads()}
+
+
+def torch_threads() -> int | None:
+    """This process's torch CPU threads, once it has loaded torch (never imported here). The heartbeat thread asks
+    while the slot's main thread may still be importing torch: a module not yet initialised counts as not loaded."""
+    count = getattr(sys.modules.get("torch"), "get_num_threads", None)
+    return count() if callable(count) else None
 
 
 def identity() -> SlotIdentity:
