@@ -22,7 +22,7 @@ from typing import Any
 
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
-from nas.allocation import running_entry
+from nas.allocation import ProbeRule, running_entry
 from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
@@ -116,6 +116,11 @@ class Probe:
     #: probe is worth its time where lengths are unpredictable); the efficiency probes run until ``pairs`` regardless
     steps: float = 1000.0  #: steps of one evaluation (any number: rates are steps/s, the durations their ratio)
 
+    @property
+    def rule(self) -> ProbeRule:
+        """When to probe and on which gang: the real worker's rule (``nas.allocation.ProbeRule``)."""
+        return ProbeRule(self.pairs, self.min_spread)
+
 
 def _probe_single(probe: Probe, single: float, key: str) -> tuple[float, float]:
     """The one-device part of ``probe`` on a candidate of ``single`` seconds: (the seconds it measures, its wall
@@ -128,8 +133,8 @@ def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: f
                 free: int, sizes: tuple[int, ...], key: str) -> tuple[float, int]:
     """The wide part of ``probe`` (while the search has fewer than ``pairs`` probes of the widest gang ``free``
     devices of ``here`` allow), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
-    wide = max(size for size in sizes if size <= free)
-    if wide == 1 or model.rates_measured(wide) >= probe.pairs:
+    wide = probe.rule.wide_gang(model, sizes, free)
+    if wide == 1:
         return 0.0, 1
     seconds = gang_duration(single, wide, efficiency_)
     rate = probe.steps / seconds * math.exp(random.Random(f"probe-wide:{key}").gauss(0.0, probe.noise))
@@ -185,8 +190,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             index = outcome.evaluations  # the n-th candidate of a search takes the n-th draw (see below)
             single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
             known, probes = None, ()
-            wide_needed = probe is not None and model.rates_measured(max(sizes)) < probe.pairs
-            probing = probe is not None and len(sizes) > 1 and (wide_needed or model.spread() > probe.min_spread)
+            probing = probe is not None and probe.rule.wanted(model, sizes)
             if probing or index in singles:
                 # every free device probes one waiting candidate on its own (their lengths, before any is placed);
                 # the worker that pulls the first also probes it on the widest gang its free devices allow

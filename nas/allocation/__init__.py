@@ -4,6 +4,7 @@
 - :mod:`~nas.allocation.model`: the throughput per (host, gang size), learned from measured durations.
 - :mod:`~nas.allocation.policy`: the choice per dispatch, with its reason in words.
 - :mod:`~nas.allocation.cluster`: the hosts as gang workers publish them, and the decision made from them.
+- :mod:`~nas.allocation.probing`: when a worker times a candidate's steps before placing it (the scaling probe).
 
 Pure Python and numpy: the control loop, the benchmarks and the tests use it without torch.
 """
@@ -13,17 +14,20 @@ from nas.allocation.cluster import decide, host_state, running_entry
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
+from nas.allocation.probing import ProbeRule, single_seconds
 
 __all__ = [
     "Allocation",
     "Allocator",
     "HostState",
     "Pending",
+    "ProbeRule",
     "ThroughputModel",
     "check_efficiency",
     "decide",
     "host_state",
     "running_entry",
+    "single_seconds",
     "time_left",
     "efficiency",
     "gang_duration",

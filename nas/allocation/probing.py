@@ -1,0 +1,39 @@
+"""When a gang worker runs a scaling probe before it places a candidate, and on which gang: one rule for the real
+worker (``webapp.worker.device_claims``) and the benchmark's simulator (``benchmarks/allocation_sim.py``).
+
+A probe times a few training steps of the candidate on one device (its steps per second: with the evaluation's
+steps, its own seconds on one device, ``Pending.known``) and, while the search has fewer than ``pairs`` probes of
+the widest gang, on the widest gang the free devices allow (the ratio of the two rates: the efficiency,
+``ThroughputModel.observe_rates``). Lengths are worth timing only while the measured spread of durations is
+large; the efficiency probes run until ``pairs`` regardless.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from nas.allocation.model import ThroughputModel
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeRule:
+    """Whether to probe, and the gang of the wide part."""
+
+    pairs: int = 4  #: efficiency probes of the widest gang the search collects
+    min_spread: float = 0.45  #: lengths are probed only while the model's spread of durations exceeds this
+
+    def wanted(self, model: ThroughputModel, sizes: Sequence[int]) -> bool:
+        """Whether the next candidate of ``model``'s search is probed on a worker allowing gangs of ``sizes``."""
+        return len(sizes) > 1 and (model.rates_measured(max(sizes)) < self.pairs or model.spread() > self.min_spread)
+
+    def wide_gang(self, model: ThroughputModel, sizes: Sequence[int], free: int) -> int:
+        """The gang of the wide part on a host with ``free`` idle devices: the widest that fits while the search has
+        fewer than ``pairs`` probes of it; 1: no wide part."""
+        fitting = [size for size in sizes if size <= free]
+        wide = max(fitting) if fitting else 1
+        return 1 if wide == 1 or model.rates_measured(wide) >= self.pairs else wide
+
+
+def single_seconds(rates: Mapping[int, float], steps: float) -> float:
+    """A candidate's seconds on one device from its probe: ``steps`` (its evaluation's) at the one-device rate."""
+    return float(steps) / float(rates[1])
