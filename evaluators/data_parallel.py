@@ -81,11 +81,11 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
                      poll: float = 0.1, fault: str | None = None, export_to: str | os.PathLike | None = None,
                      weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
                      report: Report | None = None, report_every: int | None = None,
-                     compression: Any = None) -> EvaluationResult:
+                     compression: Any = None, probe: int | None = None) -> EvaluationResult:
     """Train ``genome`` on the ``devices`` of this host (one rank each; ``cpu`` may repeat) and return rank 0's
     result; never raises. ``compression``: how the ranks exchange gradients (``evaluation.compression``, see
     :mod:`evaluators.compression`; ``None``: dense). ``fault``, ``export_to``, ``weights_to``, ``latency``, ``report`` and ``report_every``
-    are :func:`evaluators.evaluate.evaluate`'s. ``on_ranks`` receives the ranks' process ids and the gang's folder
+    and ``probe`` are :func:`evaluators.evaluate.evaluate`'s. ``on_ranks`` receives the ranks' process ids and the gang's folder
     once they are started (where ``training.<rank>`` appears after a rank's first step; tests use it);
     ``threads``: PyTorch threads per CPU rank (default: this host's cores shared out among the ranks)."""
     started = time.perf_counter()
@@ -99,7 +99,7 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
         return EvaluationResult.failed("invalid", str(error), device=joined)
     job = {"genome": genome, "space": space_config, "training": budget.to_dict(), "dataset": dataset,
            "fault": fault, "export_to": None if export_to is None else str(export_to), "weights": weights_to is not None,
-           "latency": latency, "report_every": report_every, "compression": compression}
+           "latency": latency, "report_every": report_every, "compression": compression, "probe": probe}
     return run_gang(job, devices, budget, should_stop=should_stop, on_ranks=on_ranks,
                     collective_timeout=collective_timeout, startup_seconds=startup_seconds,
                     stall_seconds=stall_seconds, threads=threads, poll=poll, weights_to=weights_to, report=report,

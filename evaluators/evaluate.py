@@ -26,7 +26,7 @@ from evaluators.reporting import Report
 from evaluators.failure_text import describe
 from evaluators.held_out import held_out_spec
 from evaluators.result import PRUNED, EvaluationResult
-from evaluators.training import Diverged, Stopped, TimedOut, finite, fit, make_optimizer
+from evaluators.training import Diverged, Stopped, TimedOut, finite, fit, make_optimizer, step_rate
 
 
 class Invalid(ValueError):
@@ -53,7 +53,7 @@ def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) ->
 def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, ranks: Ranks | None, fault: str | None,
          export_to: str | os.PathLike | None, weights_to: BinaryIO | None, report: dict[str, Any],
          held: dict[str, Any], latency: dict[str, Any] | None, progress: Report | None,
-         report_every: int | None) -> None:
+         report_every: int | None, probe: int | None = None) -> None:
     """Build, train (:func:`evaluators.training.fit`), validate and measure, filling ``report`` as it goes (so a
     failure keeps what was done); the model and optimizer live in ``held`` so the caller can free them after a
     failure. The gang's leader, like a lone device, then measures latency and writes weights and exports."""
@@ -87,6 +87,11 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, rank
                              precision=budget.precision, batch_size=batch // ranks.world * ranks.world)
     report["timings"]["build"] = time.perf_counter() - mark
 
+    if probe:  # a scaling probe (``webapp.worker.rate_probe``): a few timed steps of the same loop, nothing kept
+        report["metrics"].update({f"probe_{k}": v for k, v in step_rate(model, optimizer, data, budget, ranks, probe,
+                                                                        deadline=deadline).items()})
+        report["fitness"] = 0.0
+        return
     fit(model, optimizer, data, budget, ranks, report, deadline=deadline, fault=fault, on_point=progress,
         report_every=report_every)
     report["fitness"] = report["metrics"]["accuracy"]
@@ -142,7 +147,8 @@ def _finish(model: torch.nn.Module, data: Any, device: torch.device, budget: Tra
 def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str,
              device: str | Sequence[str], *, fault: str | None = None, export_to: str | os.PathLike | None = None,
              weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
-             report: Report | None = None, report_every: int | None = None, **gang: Any) -> EvaluationResult:
+             report: Report | None = None, report_every: int | None = None, probe: int | None = None,
+             **gang: Any) -> EvaluationResult:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
     budget (a ``TrainingBudget`` dict) on ``device``, and return its result; never raises.
 
@@ -159,9 +165,11 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     ``report``: called every ``report_every`` training steps (each epoch's end when ``None``) with the
     validation metrics (``evaluators.reporting``); when it answers ``True`` the training stops there and the
     result's status is ``pruned`` (its partial curve, its fitness the last accuracy, its weights as they were).
+    ``probe``: instead of the training, a scaling probe of that many timed steps after a warm-up step
+    (:func:`evaluators.training.step_rate`): metrics ``probe_rate`` (steps per second) and ``probe_steps``.
     """
     options = dict(fault=fault, export_to=export_to, weights_to=weights_to, latency=latency, report=report,
-                   report_every=report_every)
+                   report_every=report_every, probe=probe)
     if isinstance(device, str):
         return evaluate_on_ranks(genome, space, training, dataset, device, None, **options)
     from evaluators.data_parallel import evaluate_on_gang
@@ -173,7 +181,7 @@ def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | Traini
                       device: str, ranks: Ranks | None, *, fault: str | None = None,
                       export_to: str | os.PathLike | None = None, weights_to: BinaryIO | None = None,
                       latency: dict[str, Any] | None = None, report: Report | None = None,
-                      report_every: int | None = None) -> EvaluationResult:
+                      report_every: int | None = None, probe: int | None = None) -> EvaluationResult:
     """:func:`evaluate` on ``device`` as one rank of ``ranks`` (``None``: alone), what every rank of a gang runs
     (``evaluators.gang_rank``); never raises. On a gang, only the leader's result is the gang's."""
     started, progress = time.perf_counter(), report
@@ -183,7 +191,7 @@ def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | Traini
     failure: tuple[str, str] | None = None
     try:
         _run(genome, space, training, dataset, device, ranks, fault, export_to, weights_to, report, held, latency,
-             progress, report_every)
+             progress, report_every, probe)
     except Invalid as error:
         failure = ("invalid", str(error))
     except Diverged as error:

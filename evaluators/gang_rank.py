@@ -106,7 +106,8 @@ def _run(job: dict[str, Any], ranks: FolderGang) -> EvaluationResult:
         return evaluate_on_ranks(job["genome"], job["space"], job["training"], job["dataset"],
                                  job["devices"][ranks.rank], ranks, fault=job.get("fault"),
                                  export_to=job.get("export_to") if ranks.leader else None, weights_to=weights,
-                                 latency=job.get("latency"), report=on_point, report_every=job.get("report_every"))
+                                 latency=job.get("latency"), report=on_point, report_every=job.get("report_every"),
+                                 probe=job.get("probe"))
     finally:
         if weights is not None:
             weights.close()

@@ -101,6 +101,20 @@ def _realistic(key: str, config: dict[str, Any], epochs: int, duration: float, s
     )
 
 
+def probe_rates(key: str, config: dict[str, Any], gangs: list[int], epochs: int = 3,
+                slowdown: float | None = None) -> dict[str, Any]:
+    """What a scaling probe of the genome ``key`` measures (``webapp.worker.rate_probe``), answered from the
+    duration model :func:`simulate` sleeps by, at once: steps per second on each gang size of ``gangs`` and the
+    evaluation's ``steps`` (:data:`STEPS_PER_EPOCH` per epoch), so ``steps / rates[1]`` is its seconds on one
+    device."""
+    if slowdown is None:
+        slowdown = float(os.environ.get("NAS_SIM_SLOWDOWN", "1") or 1)
+    steps = STEPS_PER_EPOCH * max(epochs, 1)
+    single = draw_duration(config, key, slowdown)
+    return {"steps": steps, "rates": {int(g): steps / gang_duration(single, int(g), config.get("efficiency"))
+                                      for g in gangs}}
+
+
 def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float | None = None,
              gang: int = 1, report: Report | None = None) -> EvaluationResult:
     """A result like ``evaluators.evaluate.evaluate``'s, after sleeping for the drawn duration; on a ``gang`` of

@@ -28,7 +28,7 @@ from evaluators.ranks import Ranks
 from evaluators.reporting import Report, report_points, safe
 
 __all__ = ["Diverged", "Stopped", "TimedOut", "TrainingBudget", "autocast", "batches", "fit", "make_optimizer",
-           "train_one_epoch", "validate"]
+           "step_rate", "train_one_epoch", "validate"]
 
 #: The loss is checked for NaN/inf every this many steps (each check waits for the GPU).
 CHECK_EVERY = 16
@@ -255,6 +255,31 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
         report["timings"]["communicate"] = communicate = traffic.pop("communicate")
         report["timings"]["compute"] = max(report["timings"]["train"] - communicate, 0.0)
         report["metrics"].update(traffic)
+
+
+def step_rate(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, budget: TrainingBudget,
+              ranks: Ranks, steps: int, *, warmup: int = 1, deadline: float | None = None) -> dict[str, float]:
+    """A scaling probe: ``steps`` optimizer steps of this training loop (:func:`train_one_epoch`, on ``ranks``: one
+    device or a gang) timed after ``warmup`` untimed ones (allocations, kernel choice, the first collective).
+    Returns ``rate`` (global steps per second) and ``steps`` (what the whole evaluation would train: epochs x steps
+    per epoch); the model's weights move, so the probe's model is thrown away after it."""
+    wrapped = ranks.wrap(model)
+    count = len(data.train_x)
+    per_epoch = count // min(budget.batch_size, count)
+    marks: dict[int, float] = {}
+    last = min(warmup + steps, per_epoch)
+    if last <= warmup:
+        raise ValueError(f"an epoch of {per_epoch} steps leaves none to time after {warmup} warm-up steps")
+
+    def timed(done: int) -> bool:
+        if done in (warmup, last):
+            synchronize(ranks.device)
+            marks[done] = time.perf_counter()
+        return done >= last
+
+    train_one_epoch(wrapped, data.train_x, data.train_y, optimizer, budget, torch.Generator().manual_seed(budget.seed),
+                    deadline, after_step=timed, ranks=ranks, augment=data.augment)
+    return {"rate": (last - warmup) / max(marks[last] - marks[warmup], 1e-9), "steps": float(budget.epochs * per_epoch)}
 
 
 def synchronize(device: torch.device) -> None:
