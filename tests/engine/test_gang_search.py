@@ -43,9 +43,10 @@ def test_auto_gives_the_generation_tail_more_devices_and_records_why(stack):
     assert utilisation.get("device_seconds", 0) > 0 and utilisation.get("device_busy", 0) > 0
 
 
-def test_two_gang_workers_decide_with_the_published_cluster_as_the_policy_computes(stack):
+def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_policy_computes(stack):
+    from evaluators.simulated import draw_duration
     from nas.allocation import Allocation, Pending, ThroughputModel, decide
-    from webapp.messaging import cluster_state
+    from webapp.messaging import allocation_state, cluster_state
 
     gang_worker(stack, "auto", "cpu,cpu", "gang-a", wait=False)
     gang_worker(stack, "auto", "cpu,cpu", "gang-b", wait=False)
@@ -60,15 +61,27 @@ def test_two_gang_workers_decide_with_the_published_cluster_as_the_policy_comput
     for decision in decisions:
         hosts = {record["host"] for record in decision["records"]}
         assert {"gang-a", "gang-b"} <= hosts  # every worker published its host at start: each decision sees both
+        pending = decision["pending"]
         again = decide(ThroughputModel.from_state(decision["model"]), decision["records"],
-                       Pending(*decision["pending"]), decision["now"], decision["here"], decision["free"],
-                       search=decision["search"])
-        assert again == Allocation(**decision["choice"])  # the policy, replayed on the published state
-        taken[decision["individual"]] = decision["choice"]
+                       Pending(**{**pending, "probes": tuple(pending["probes"])}), decision["now"], decision["here"],
+                       decision["free"], search=decision["search"])
+        assert again == Allocation(**decision["choice"])  # the policy, replayed on the published (probed) state
+        taken[decision["individual"]] = decision
+    config = gang_config("auto")["evaluation"]
     for pk, individual in individuals.items():
-        assert int(individual.metrics["gang"]) == taken[pk]["gang"]
-        assert individual.metrics["allocation"] == taken[pk]["reason"][:300]
-        assert individual.node == taken[pk]["host"]
+        choice = taken[pk]["choice"]
+        assert int(individual.metrics["gang"]) == choice["gang"]
+        assert individual.metrics["allocation"] == choice["reason"][:300]
+        assert individual.node == choice["host"]
+        known = taken[pk]["pending"]["known"]
+        if known is not None:  # the probe's answer: the simulated candidate's own seconds on one device
+            assert known == pytest.approx(draw_duration(config, individual.key), rel=1e-6)
+            assert individual.metrics["allocation_probe"] == f"{known:.1f}"
+            assert "its probe" in choice["reason"]
+    # the first candidates were probed (no efficiency measured yet) and their rates reached the search's model
+    assert any(decision["pending"]["known"] is not None for decision in decisions[:4])
+    assert allocation_state.load_model(search.pk).rates_measured(2) >= 1
+    assert not allocation_state.probed_waiting(search.pk)  # every probed candidate started
 
 
 def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):

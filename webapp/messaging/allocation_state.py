@@ -1,11 +1,15 @@
 """What the control loop and the gang workers share about gangs, in Redis: the work in sight per search (the
-loop writes it, the workers' allocators read it) and the search's throughput model per (host, gang size) (the
-workers update it as their evaluations end). Both are estimates: a lost update costs one measurement, a missing
-key means "no end in sight" and one device each."""
+loop writes it, the workers' allocators read it), the search's throughput model per (host, gang size) (the
+workers update it as their evaluations end, and with each scaling probe's rates), and the candidates a probe timed
+that wait for devices (``nas:gang:probed:<search>``: individual -> seconds on one device; the other workers'
+decisions read them as ``Pending.probes``). All are estimates: a lost update costs one measurement, a missing key
+means "no end in sight" and one device each."""
 from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 
 from nas.allocation import Pending, ThroughputModel
 from webapp.messaging import transport
@@ -23,6 +27,10 @@ def pending_key(search_id: int) -> str:
     return f"nas:gang:pending:{search_id}"
 
 
+def probed_key(search_id: int) -> str:
+    return f"nas:gang:probed:{search_id}"
+
+
 def publish_pending(search_id: int, waiting: int, more: int | None) -> None:
     """The loop's view of the work in sight: candidates sent and not started, and how many more the strategy can
     give before its next barrier or its end (``None``: no end known)."""
@@ -32,14 +40,64 @@ def publish_pending(search_id: int, waiting: int, more: int | None) -> None:
         log.warning("search %s: pending work not published: %s", search_id, error)
 
 
-def read_pending(search_id: int) -> Pending:
+def read_pending(search_id: int, known: float | None = None, individual: int | None = None) -> Pending:
+    """The work in sight, with ``known`` (the placed candidate's probed seconds on one device) and, as ``probes``,
+    the other candidates a probe timed that still wait (``individual``'s own record left out), in the order they
+    were probed."""
     try:
         raw = transport.client().get(pending_key(search_id))
         data = json.loads(raw) if raw else {}
     except Exception:
         data = {}
     more = data.get("more")
-    return Pending(max(1, int(data.get("waiting") or 1)), None if more is None else max(0, int(more)))
+    probes = tuple(seconds for other, seconds in probed_waiting(search_id) if other != individual)
+    waiting = max(1, int(data.get("waiting") or 1), 1 + len(probes))  # those probed wait too
+    return Pending(waiting, None if more is None else max(0, int(more)), known=known,
+                   probes=probes if known is not None else ())
+
+
+def record_rates(search_id: int, host: str, rates: dict[int, float]) -> None:
+    """Add one scaling probe's steps per second per gang size (at least two sizes) to the search's model."""
+    if len(rates) < 2:
+        return
+    _update(search_id, lambda model: model.observe_rates(host, rates))
+
+
+def record_probed(search_id: int, individual: int, single: float) -> None:
+    """A candidate a probe timed (``single``: its seconds on one device) waits for its devices."""
+    try:
+        pipe = transport.client().pipeline()
+        pipe.hset(probed_key(search_id), str(individual), json.dumps([time.time(), float(single)]))
+        pipe.expire(probed_key(search_id), TTL)
+        pipe.execute()
+    except Exception as error:
+        log.warning("search %s: probe of individual %s not shared: %s", search_id, individual, error)
+
+
+def forget_probed(search_id: int, individual: int) -> None:
+    """The probed candidate started (its record's ``single`` carries it now) or was dropped."""
+    try:
+        transport.client().hdel(probed_key(search_id), str(individual))
+    except Exception:
+        pass
+
+
+def probed_waiting(search_id: int, stale: float = 3600.0) -> list[tuple[int, float]]:
+    """The probed candidates that wait, ``(individual, seconds on one device)``, oldest probe first; one probed
+    more than ``stale`` seconds ago is a leftover of a worker that is gone."""
+    try:
+        raw = transport.client().hgetall(probed_key(search_id))
+    except Exception:
+        return []
+    now, entries = time.time(), []
+    for key, value in raw.items():
+        try:
+            when, seconds = json.loads(value)
+            if now - float(when) < stale:
+                entries.append((float(when), int(key), float(seconds)))
+        except (TypeError, ValueError):
+            continue
+    return [(individual, seconds) for _, individual, seconds in sorted(entries)]
 
 
 def load_model(search_id: int) -> ThroughputModel:
@@ -52,9 +110,13 @@ def load_model(search_id: int) -> ThroughputModel:
 
 def record_duration(search_id: int, host: str, gang: int, seconds: float) -> None:
     """Add one measured evaluation duration to the search's model."""
+    _update(search_id, lambda model: model.observe(host, gang, seconds))
+
+
+def _update(search_id: int, change: Callable[[ThroughputModel], None]) -> None:
     try:
         model = load_model(search_id)
-        model.observe(host, gang, seconds)
+        change(model)
         transport.client().set(model_key(search_id), json.dumps(model.state_dict()), ex=TTL)
     except Exception as error:
         log.warning("search %s: throughput measurement not saved: %s", search_id, error)

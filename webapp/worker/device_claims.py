@@ -9,12 +9,17 @@ allocator (``nas.allocation.decide``, the same call the benchmark's simulator ma
 pulls the candidate, from the whole cluster as the gang workers publish it (``webapp.messaging.cluster_state``:
 every host's devices and what runs there, of any search, with its expected time left; this host's free devices
 exactly, from its ledger), what the loop publishes (candidates waiting, how many more before a barrier or the end),
-and the search's throughput model kept in Redis and updated by every evaluation that ends. The choice, its reason
-and the expected finish of its plan go into the result's metrics (``devices``, ``gang``, ``allocation``,
-``allocation_finish``), so the individual records them.
+and the search's throughput model kept in Redis and updated by every evaluation that ends. Before deciding, where
+``nas.allocation.ProbeRule`` asks, the worker runs a scaling probe (``webapp.worker.rate_probe``: a few timed steps
+on one free device and on the widest free gang): its rates go into the model, the candidate's own length into the
+decision (``Pending.known``) and into what the other workers' decisions see of the probed candidates that wait
+(``Pending.probes``), as the simulator does. The choice, its reason and the expected finish of its plan go into the
+result's metrics (``devices``, ``gang``, ``allocation``, ``allocation_finish``; ``allocation_probe``: the probed
+seconds on one device), so the individual records them.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import tempfile
@@ -24,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvaluationResult
-from nas.allocation import Allocation, decide, running_entry
+from nas.allocation import Allocation, ProbeRule, decide, running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
-from webapp.worker import slots
+from webapp.worker import rate_probe, slots
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +91,10 @@ def ledger() -> Ledger:
     return Ledger(devices, ledger_folder(os.environ.get("NAS_NODE", "node"), os.environ.get("NAS_GANG_OWNER", os.getppid())))
 
 
-def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> Allocation:
-    """The gang for ``individual`` on this worker: fixed by ``evaluation.devices``, or the allocator's."""
+def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,
+           known: float | None = None) -> Allocation:
+    """The gang for ``individual`` on this worker: fixed by ``evaluation.devices``, or the allocator's (``known``:
+    its seconds on one device as its scaling probe measured them)."""
     wanted = individual["evaluation"].get("devices", "auto")
     if wanted != "auto":
         fitting = [size for size in sizes if size <= int(wanted)] or [min(sizes)]
@@ -99,14 +106,48 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
     records = {r["host"]: r for r in cluster_state.read_hosts()}
     records[host] = {"host": host, "devices": len(book.devices), "sizes": list(sizes),
                      "running": records.get(host, {}).get("running", [])}  # this host as its ledger says
-    model, pending, now = allocation_state.load_model(search_id), allocation_state.read_pending(search_id), time.time()
-    free = {host: len(book.free())}
+    model = allocation_state.load_model(search_id)
+    pending = allocation_state.read_pending(search_id, known, individual["individual"])
+    now, free = time.time(), {host: len(book.free())}
+    state = model.state_dict()  # as it was given: ``decide`` adds the running and probed candidates to the model
     choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
     cluster_state.record_decision(search_id, {
-        "individual": individual["individual"], "model": model.state_dict(), "records": list(records.values()),
-        "pending": [pending.waiting, pending.more], "search": search_id, "now": now, "here": host, "free": free,
+        "individual": individual["individual"], "model": state, "records": list(records.values()),
+        "pending": dataclasses.asdict(pending), "search": search_id, "now": now, "here": host, "free": free,
         "choice": choice.to_dict()})
     return choice
+
+
+def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> tuple[float | None, bool]:
+    """The scaling probe before ``auto`` places ``individual``, where ``ProbeRule`` asks for one: on one device of
+    this host's free ones and, while the search has too few, on the widest gang they allow; the rates go into the
+    search's model and the candidate's seconds on one device into the shared list of probed waiting ones. Returns
+    those seconds, or ``None`` (no probe wanted, or it failed: decide without it), and whether that is final
+    (``False``: no device was free to probe on; the caller may try again while it waits)."""
+    if individual["evaluation"].get("devices", "auto") != "auto":
+        return None, True
+    search_id, rule = individual["search"], ProbeRule()
+    model = allocation_state.load_model(search_id)
+    if not rule.wanted(model, sizes):
+        return None, True
+    wide = rule.wide_gang(model, sizes, len(book.free()))
+    held = book.claim(wide) or book.claim(1)
+    if held is None:
+        return None, False
+    try:
+        devices = [book.devices[index] for index in held]
+        gangs = [devices[:1]] + ([devices] if len(devices) > 1 else [])
+        answer = rate_probe.measure(individual, gangs)
+    finally:
+        book.release(held)
+    if answer is None:
+        return None, True
+    allocation_state.record_rates(search_id, host, answer["rates"])
+    single = single_seconds(answer["rates"], answer["steps"])
+    allocation_state.record_probed(search_id, individual["individual"], single)
+    log.info("individual %s: probe %s s, rates %s, ~%.1f s on one device", individual["individual"],
+             answer["seconds"], answer["rates"], single)
+    return single, True
 
 
 def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult]) -> EvaluationResult:
@@ -125,19 +166,24 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], Eval
     sizes = tuple(int(s) for s in os.environ["NAS_GANG_SIZES"].split(","))
     host = os.environ.get("NAS_NODE", "node")
     search_id = individual["search"]
+    known, probed = None, False
     while True:
-        choice = choose(individual, sizes, book, host)
+        if not probed:  # until a device was free to probe on, or the probe is not wanted
+            known, probed = probe(individual, sizes, book, host)
+        choice = choose(individual, sizes, book, host, known)
         gang = choice.gang if choice.host is not None else min(sizes)
         held = book.claim(gang) if choice.host is not None else None
         if held is not None:
             break
         if transport.is_stopped(search_id):
+            allocation_state.forget_probed(search_id, individual["individual"])
             return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
         time.sleep(poll)
     devices = ",".join(book.devices[index] for index in held)
     token = f"{os.getpid()}-{held[0]}"
     model = allocation_state.load_model(search_id)
-    cluster_state.publish_run(host, token, running_entry(search_id, gang, time.time(), model, host))
+    cluster_state.publish_run(host, token, running_entry(search_id, gang, time.time(), model, host, known))
+    allocation_state.forget_probed(search_id, individual["individual"])  # its record carries it now
     slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
                        "devices": devices, "gang": gang})  # the nodes page shows the gang it holds
     started = time.perf_counter()
@@ -151,4 +197,6 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], Eval
     metrics = {**result.metrics, "devices": devices, "gang": str(gang), "allocation": choice.reason[:300]}
     if choice.finish is not None:
         metrics["allocation_finish"] = f"{choice.finish:.0f}"
+    if known is not None:
+        metrics["allocation_probe"] = f"{known:.1f}"
     return result.with_fields(metrics=metrics)

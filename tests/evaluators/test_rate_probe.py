@@ -1,0 +1,57 @@
+"""The scaling probe (``webapp.worker.rate_probe``): timed steps of the one training loop on one CPU device and on a
+gang of ``cpu,cpu``, the simulated evaluator's answer from its duration model, and a failed probe that gives
+``None`` (the worker then decides without it)."""
+from __future__ import annotations
+
+import pytest
+
+from evaluators.evaluate import evaluate
+from evaluators.simulated import STEPS_PER_EPOCH, draw_duration
+from nas.allocation import single_seconds
+from webapp.worker import rate_probe
+
+from .conftest import TINY
+
+GENOME, SPACE = TINY["chain"]
+TRAINING = {"epochs": 2, "batch_size": 64, "learning_rate": 0.003, "seed": 1}
+
+
+def trained(genome=GENOME, **evaluation) -> dict:
+    return {"individual": 7, "search": 1, "key": "k", "genome": genome, "space": SPACE, "training": TRAINING,
+            "dataset": "digits", "evaluation": {"mode": "train", **evaluation}}
+
+
+def test_a_probe_times_steps_of_the_training_loop_without_training_the_candidate():
+    result = evaluate(GENOME, SPACE, TRAINING, "digits", "cpu", probe=3)
+    assert result.ok and result.curve == []  # no epoch trained, nothing validated
+    assert result.metrics["probe_rate"] > 0
+    full = evaluate(GENOME, SPACE, TRAINING, "digits", "cpu")
+    assert result.metrics["probe_steps"] == full.metrics["steps"]  # the whole evaluation's steps
+
+
+def test_a_probe_on_one_cpu_and_on_a_gang_of_two():
+    answer = rate_probe.measure(trained(), [["cpu"], ["cpu", "cpu"]])
+    assert answer is not None and set(answer["rates"]) == {1, 2}
+    assert all(rate > 0 for rate in answer["rates"].values()) and answer["seconds"] > 0
+    assert single_seconds(answer["rates"], answer["steps"]) > 0
+
+
+def test_a_simulated_candidate_answers_from_its_duration_model():
+    evaluation = {"mode": "simulated", "duration": 2.0, "distribution": "lognormal", "sigma": 1.0, "efficiency": 0.9}
+    individual = {**trained(), "key": "abc", "evaluation": evaluation}
+    answer = rate_probe.measure(individual, [["cpu"], ["cpu", "cpu"]])
+    assert answer["steps"] == STEPS_PER_EPOCH * TRAINING["epochs"]
+    assert single_seconds(answer["rates"], answer["steps"]) == pytest.approx(draw_duration(evaluation, "abc"))
+    assert answer["rates"][2] / answer["rates"][1] == pytest.approx(2 * 0.9)
+    assert answer["seconds"] < 1  # no sleeping
+
+
+def test_a_failed_or_inapplicable_probe_is_none(monkeypatch):
+    assert rate_probe.measure(trained({"layers": "nonsense"}), [["cpu"]]) is None  # invalid genome
+    assert rate_probe.measure({**trained(), "evaluation": {"mode": "supernet"}}, [["cpu"]]) is None
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the probe broke")
+
+    monkeypatch.setattr("evaluators.evaluate.evaluate", broken)
+    assert rate_probe.measure(trained(), [["cpu"]]) is None
