@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--quick", action="store_true", help="one seed, sigma 0.3 and 1.0, rho 0.6 and 0.97")
     parser.add_argument("--policies", default="plan,probe,dqn",
-                        help="auto policies to compare, comma separated (plan: the planner as the worker runs it "
-                             "today; probe: the planner with a scaling probe before each placement; dqn)")
+                        help="auto policies to compare, comma separated (plan: the planner without probes; probe: "
+                             "the planner with a scaling probe before each placement, as the worker runs it; dqn)")
     parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
     args = parser.parse_args(argv)
@@ -101,10 +101,11 @@ def main(argv: list[str] | None = None) -> None:
         "from a 60 s prior and learns durations, their spread and each gang size's efficiency as evaluations end. "
         "Cells: makespan in s (device utilisation); ratio: auto / the best fixed split. `auto + probe`: the same "
         f"planner, each candidate first timed by a scaling probe (`allocation_sim.Probe`: {PROBE.setup:g} s setup "
-        f"plus {PROBE.fraction:.0%} of its duration per gang size, rates off by a lognormal {PROBE.noise:g}; one "
+        f"on one device and {PROBE.wide_setup:g} s on a gang, as measured on the CPU "
+        f"(`results/allocation-probe-real.md`), plus {PROBE.fraction:.0%} of its duration per gang size, rates off by a lognormal {PROBE.noise:g}; one "
         f"device each for every waiting candidate there are free devices for, and the widest free gang for the "
-        f"first {PROBE.pairs} of each size), its device time counted; `auto`: without probes, as the gang worker "
-        "runs it today.")
+        f"first {PROBE.pairs} of each size), its device time counted, as the gang worker runs it; `auto`: "
+        "without probes.")
     rows, worst = [], {}
     for key in keys:
         cell = {split: (statistics.mean(m for m, _ in v), statistics.mean(u for _, u in v))

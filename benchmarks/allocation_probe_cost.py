@@ -19,7 +19,7 @@ from benchmarks.allocation import PROBE, SPLITS  # noqa: E402
 from benchmarks.allocation_sim import CLUSTERS, Probe, grid_scenario, simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
-FREE = Probe(setup=0.0, fraction=0.0)
+FREE = Probe(setup=0.0, wide_setup=0.0, fraction=0.0)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> None:
                     command_line(argv, "allocation_probe_cost.py"))
     report.add(f"The scenarios of `results/allocation-probe.md` with `auto + probe` above {args.limit:g}x the best "
                f"fixed split, {args.seeds} seeds each (the grid's). `probe`: the grid's probe ({PROBE.setup:g} s "
-               f"setup plus {PROBE.fraction:.0%} of the duration per gang size); `free`: the same measurements at "
+               f"setup on one device, {PROBE.wide_setup:g} s on a gang, plus {PROBE.fraction:.0%} of the duration "
+               f"per gang size); `free`: the same measurements at "
                "no device time. Ratio: mean makespan / the best fixed split's.")
     rows = []
     for key in keys:

@@ -104,12 +104,16 @@ class Probe:
     """The scaling probe a gang worker runs on a candidate before it is placed (``auto`` only): a few training
     steps on one device, which time the candidate (its steps per second, so its seconds on one device), then, while
     the search has fewer than ``pairs`` probes of that size, on the widest gang the worker's free devices allow
-    (the ratio of the two rates: the efficiency). Each size costs ``setup`` seconds plus ``fraction`` of the
-    candidate's duration on that gang; each measured rate is off by a lognormal factor of ``noise``. The candidate
-    starts after its probe on the gang chosen; the probe's other devices are held for its duration."""
+    (the ratio of the two rates: the efficiency). The one-device part costs ``setup`` seconds, the gang part
+    ``wide_setup`` (its rank processes start and meet), each plus ``fraction`` of the candidate's duration on that
+    gang; each measured rate is off by a lognormal factor of ``noise``. The candidate starts after its probe on the
+    gang chosen; the probe's other devices are held for its duration. The charges are the real worker's, measured
+    on the CPU (``benchmarks/allocation_probe_real.py``): a one-device probe 0.2-4.3 s, 13 s for a worker process's
+    first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly starting the two ranks."""
 
     fraction: float = 0.01
     setup: float = 5.0
+    wide_setup: float = 30.0
     noise: float = 0.05
     pairs: int = 4
     min_spread: float = 0.45  #: lengths are probed only while the measured spread of durations exceeds this (a
@@ -139,7 +143,7 @@ def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: f
     seconds = gang_duration(single, wide, efficiency_)
     rate = probe.steps / seconds * math.exp(random.Random(f"probe-wide:{key}").gauss(0.0, probe.noise))
     model.observe_rates(here, {1: probe.steps / measured, wide: rate})
-    return probe.setup + probe.fraction * seconds, wide
+    return probe.wide_setup + probe.fraction * seconds, wide
 
 
 def _fitness(key: str) -> float:
