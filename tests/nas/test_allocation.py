@@ -363,3 +363,18 @@ def test_decide_takes_a_probed_running_evaluation_by_its_own_length():
     assert state.busy[0] == pytest.approx(entry["expected"] - 100.0, rel=0.05)
     decide(model, [record], Pending(3, 0), 100.0, "a", search=7)
     assert model.single("a") > 300  # the probed 800 s counts as a measured duration, not as "at least 100 s"
+
+
+def test_the_probe_rule_asks_for_efficiency_probes_until_enough_and_lengths_while_the_spread_is_wide():
+    from nas.allocation import ProbeRule, single_seconds
+
+    rule, model = ProbeRule(pairs=2, min_spread=0.45), ThroughputModel(prior_duration=300.0, prior_spread=0.3)
+    assert not rule.wanted(model, (1,))  # one size: nothing to decide
+    assert rule.wanted(model, (1, 2, 4)) and rule.wide_gang(model, (1, 2, 4), 4) == 4
+    assert rule.wide_gang(model, (1, 2, 4), 3) == 2 and rule.wide_gang(model, (1, 2, 4), 1) == 1
+    for single in (300.0, 320.0):
+        model.observe_rates("h", _probe_rates(0.9, single))
+    assert rule.wide_gang(model, (1, 2, 4), 4) == 1  # enough probes of quads
+    assert not rule.wanted(model, (1, 2, 4))  # and the spread (0.3) makes lengths predictable
+    assert rule.wanted(ThroughputModel(prior_duration=300.0, prior_spread=1.0), (1, 2))  # not here
+    assert single_seconds({1: 4.0, 2: 7.0}, 1000) == 250.0
