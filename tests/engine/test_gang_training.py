@@ -72,6 +72,11 @@ def test_kill_9_of_a_rank_is_retried_and_the_search_finishes(stack):
     wait_until(lambda: not ranks(), 30, message="no rank left")
 
 
+#: Candidates of the pruned gang search: each starts two rank processes (about 12 s of a CI run), so as few as
+#: leave the median pruner something to stop once the first has completed (seeded: the same candidates each run).
+GANG_CANDIDATES = 4
+
+
 def test_a_gang_search_prunes_keeps_weights_and_exports_as_one_device_does(stack, tmp_path):
     """Two devices per candidate keep everything one device gives: the pruner's reports and stops, the best's
     weights, model.py and model.onnx, and a zip whose script scores the accuracy the search reported."""
@@ -81,7 +86,7 @@ def test_a_gang_search_prunes_keeps_weights_and_exports_as_one_device_does(stack
     start_gang_of_two(stack)
     config = {
         "space": {"name": "chain", "max_layers": 3, "modules": 2},
-        "strategy": {"name": "random", "seed": 2, "params": {"max_evaluations": 6}},
+        "strategy": {"name": "random", "seed": 2, "params": {"max_evaluations": GANG_CANDIDATES}},
         "dataset": "digits",
         "training": {"epochs": 3, "batch_size": 64, "learning_rate": 0.002},
         "pruner": {"name": "median", "min_completed": 1, "min_steps": 1},
@@ -90,8 +95,10 @@ def test_a_gang_search_prunes_keeps_weights_and_exports_as_one_device_does(stack
     search = finished(launched("gang pruned and kept", config).pk, timeout=600)
     assert search.status == Search.Status.FINISHED, search.status_reason
     individuals = list(Individual.objects.filter(search=search))
-    assert len(individuals) == 6 and all(i.metrics.get("devices") == "cpu,cpu" for i in individuals)
+    assert len(individuals) == GANG_CANDIDATES and all(i.metrics.get("devices") == "cpu,cpu" for i in individuals)
     pruned = [i for i in individuals if i.status == Individual.Status.PRUNED]
+    print(f"gang search: pruned (number, step) {sorted((i.number, i.metrics['steps']) for i in pruned)} "
+          f"of {GANG_CANDIDATES}")
     assert pruned, [(i.status, i.message) for i in individuals]
     for individual in pruned:  # stopped at a report of its gang's leader, with the curve it had
         assert individual.curve and individual.curve[-1]["step"] % 10 == 0

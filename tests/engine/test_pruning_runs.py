@@ -67,20 +67,25 @@ def test_a_worker_killed_during_a_pruned_evaluation_loses_nothing(stack):
     assert alpha.process.poll() is not None
 
 
+#: Real trainings in the curve-pruned search (each costs a few seconds of a CI run).
+REAL_CANDIDATES = 8
+
+
 def test_real_digits_training_with_curve_pruning(stack):
     stack.evaluator("alpha", OMP_NUM_THREADS="1", wait=False)
     stack.evaluator("beta", OMP_NUM_THREADS="1", wait=False)
     stack.control()
     config = {"space": {"name": "chain", "max_layers": 2, "modules": 2},
-              "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": 12}},
+              "strategy": {"name": "random", "seed": 1, "params": {"max_evaluations": REAL_CANDIDATES}},
               "dataset": "digits",
               "training": {"epochs": 4, "batch_size": 64, "learning_rate": 0.0005},
               "pruner": {"name": "curve", "k": 2, "min_steps": 1, "min_points": 4, "threshold": 0.25},
               "evaluation": {"mode": "train", "keep_weights": 0, "report_every": 5}}
     search = finished(launched("digits pruned", config).pk, timeout=400)
     assert search.status == Search.Status.FINISHED, search.status_reason
-    pruned, done = check_counts(search, 12, 4)
+    pruned, done = check_counts(search, REAL_CANDIDATES, 4)
     assert pruned, "curve pruning stopped no real training"
     for individual in pruned:
         assert individual.curve[-1]["step"] % 5 == 0 and individual.metrics["steps"] == individual.curve[-1]["step"]
-    print(f"digits: pruned {len(pruned)} of 12; {saved_epochs(search.stats)}; best {search.best_fitness:.3f}")
+    print(f"digits: pruned {sorted(i.number for i in pruned)} of {REAL_CANDIDATES}; {saved_epochs(search.stats)}; "
+          f"best {search.best_fitness:.3f}")
