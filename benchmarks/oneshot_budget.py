@@ -50,9 +50,9 @@ def main(argv: list[str] | None = None) -> None:
         evolution = evolution_side(seed)
         for epochs in args.supernet_epochs:
             budget = argparse.Namespace(**{**vars(args), "supernet_epochs": epochs})
-            with tempfile.TemporaryDirectory(prefix="oneshot-budget-") as folder:
+            with tempfile.TemporaryDirectory(prefix="oneshot-budget-") as folder:  # the weights' file
                 supernet, supernet_s = supernet_phase(space, "digits", budget, seed, Path(folder))
-            found = path_search(space, "digits", budget, seed, supernet, "accuracy")
+                found = path_search(space, "digits", budget, seed, supernet, "accuracy")
             accuracy, final_s = final(found["best"], space, "digits", budget)
             pipeline = (supernet_s + found["seconds"] + final_s) / (evolution["search_s"] + evolution["final_s"])
             difference = accuracy * 100 - evolution["final"]
