@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 import time
@@ -30,17 +29,13 @@ from benchmarks.oneshot import candidate_budget, supernet_phase  # noqa: E402
 from benchmarks.oneshot_noise import ceiling, summary_text  # noqa: E402
 from benchmarks.report import RESULTS, Report, command_line, table  # noqa: E402
 from evaluators.ranking_check import check_ranking  # noqa: E402
-from nas.oneshot import RANK_BY, check_summary, ranking_summary, rank_value  # noqa: E402
+from nas.oneshot import RANK_BY, check_summary, noise_ceiling, rank_value, ranking_summary  # noqa: E402
 from nas.spaces import space_from_config  # noqa: E402
 
 
 def mean_ceiling(tau_ab: float, repeats: int) -> float:
-    """The tau a perfect score reaches against the mean of ``repeats`` trainings whose pairs agree at ``tau_ab``:
-    one training's reliability ``r = sin(pi tau_ab / 2)`` (Greiner), the mean's ``R r / (1 + (R - 1) r)``
-    (Spearman-Brown), the ceiling ``2/pi asin(sqrt(reliability))`` (``oneshot_noise.ceiling`` for R = 1)."""
-    r = max(math.sin(math.pi * tau_ab / 2), 0.0)
-    reliability = repeats * r / (1 + (repeats - 1) * r) if r else 0.0
-    return 2 / math.pi * math.asin(math.sqrt(reliability))
+    """``nas.oneshot.noise_ceiling``: the tau a perfect score reaches against the mean of ``repeats``."""
+    return noise_ceiling(tau_ab, repeats)
 
 
 def taus(points: list[dict[str, Any]], repeats: int) -> dict[str, Any]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from nas.oneshot.devices import device_key, per_device
 from nas.oneshot.paths import path_for_step, probe_paths, random_paths
-from nas.oneshot.ranking import (RANK_BY, check_point, check_summary, describe_check, kendall_tau, rank_value,
-                                 ranking_summary, reference_value, repeat_seed, tau_interval)
+from nas.oneshot.ranking import (RANK_BY, check_point, check_summary, describe_check, kendall_tau, noise_ceiling,
+                                 rank_value, ranking_summary, reference_noise, reference_value, repeat_seed,
+                                 tau_interval)
 from nas.oneshot.search import search_paths
 from nas.oneshot.support import SUPERNET_SPACES, check_supernet_space, supernet_support
 
@@ -19,12 +20,14 @@ __all__ = [
     "describe_check",
     "device_key",
     "kendall_tau",
+    "noise_ceiling",
     "path_for_step",
     "per_device",
     "probe_paths",
     "random_paths",
     "rank_value",
     "ranking_summary",
+    "reference_noise",
     "reference_value",
     "repeat_seed",
     "search_paths",

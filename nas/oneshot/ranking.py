@@ -96,6 +96,34 @@ def describe_check(score: str, reference: str, repeats: int) -> str:
     return f"supernet validation {score} vs validation {reference} of {trainings}"
 
 
+def noise_ceiling(tau_ab: float, repeats: int = 1) -> float:
+    """The tau a perfect score could reach against the mean of ``repeats`` stand-alone trainings when two
+    trainings of the same paths agree at ``tau_ab``, if each training is the path's true quality plus independent
+    noise and the pairs are near bivariate normal: one training's reliability ``r = sin(pi tau_ab / 2)``
+    (Greiner's relation), the mean's ``R r / (1 + (R - 1) r)`` (Spearman-Brown), the ceiling
+    ``2/pi asin(sqrt(reliability))``; 0 when the trainings do not agree at all."""
+    r = max(math.sin(math.pi * tau_ab / 2), 0.0)
+    reliability = repeats * r / (1 + (repeats - 1) * r) if r else 0.0
+    return 2 / math.pi * math.asin(math.sqrt(min(reliability, 1.0)))
+
+
+def reference_noise(points: Sequence[dict[str, Any]], reference: str, repeats: int,
+                    confidence: float = 0.95) -> dict[str, Any] | None:
+    """How well the reference agrees with itself: :func:`ranking_summary` between the first two trainings of
+    the points that have both, and the :func:`noise_ceiling` it sets for the mean of ``repeats``; ``None`` below
+    two trainings or two such points."""
+    pairs = []
+    for point in points:
+        values = [rank_value(t.get("accuracy"), t.get("loss"), reference) for t in (point.get("trainings") or [])[:2]]
+        if len(values) == 2 and None not in values:
+            pairs.append(values)
+    if repeats < 2 or len(pairs) < 2:
+        return None
+    agreement = ranking_summary([a for a, _ in pairs], [b for _, b in pairs], confidence)
+    tau_ab = agreement["tau"] if agreement["tau"] is not None else 0.0
+    return {**{k: agreement[k] for k in ("tau", "low", "high", "n")}, "ceiling": noise_ceiling(tau_ab, repeats)}
+
+
 def check_point(point: dict[str, Any], score: str, reference: str) -> dict[str, Any]:
     """``point`` (as :func:`check_summary` takes it) with ``supernet`` and ``standalone``: the values the check
     ranks it by on each side, as measured (an accuracy, or a loss: lower is better), for scatter plots and CSVs."""
@@ -112,7 +140,8 @@ def check_summary(points: Sequence[dict[str, Any]], *, score: str = "accuracy", 
     """The ranking check's result from its ``points`` (each with ``supernet_accuracy``, ``supernet_loss`` and
     ``trainings``: one dict per stand-alone training with ``accuracy`` and ``loss``, a failed one without):
     :func:`ranking_summary` of the supernet's ``score`` against the mean ``reference`` of the trainings, plus
-    ``score``, ``reference``, ``repeats`` (the most trainings of a path) and ``against`` (in words). Points
+    ``score``, ``reference``, ``repeats`` (the most trainings of a path), ``against`` (in words) and
+    ``reference_noise`` (:func:`reference_noise`: the yardstick for tau; ``None`` with one training). Points
     lacking either side are left out of tau."""
     pairs = []
     for point in points:
@@ -127,7 +156,8 @@ def check_summary(points: Sequence[dict[str, Any]], *, score: str = "accuracy", 
         summary = {"tau": None, "low": None, "high": None, "confidence": confidence, "n": len(pairs),
                    "method": METHOD}
     return {**summary, "score": score, "reference": reference, "repeats": repeats,
-            "against": describe_check(score, reference, repeats)}
+            "against": describe_check(score, reference, repeats),
+            "reference_noise": reference_noise(points, reference, repeats, confidence)}
 
 
 #: Repeat ``r`` of a path's stand-alone training uses the training's seed plus ``r`` times this (other initial

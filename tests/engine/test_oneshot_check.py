@@ -78,8 +78,10 @@ def test_a_check_with_two_trainings_per_path_ranks_by_loss_in_process(engine, mo
     client.force_login(owner())
     api = client.get(f"/api/searches/{search.pk}/").json()
     assert api["tau"]["against"] == ranking["against"] and api["tau"]["repeats"] == 2
+    assert api["tau"]["reference_noise"]["n"] == 5 and 0 <= api["tau"]["reference_noise"]["ceiling"] <= 1
     page = client.get(f"/searches/{search.pk}/")
     assert b'id="ranking-against"' in page.content and b"mean of 2" in page.content
+    assert b'id="reference-noise"' in page.content
     rows = list(csv.reader(io.StringIO(client.get(f"/searches/{search.pk}/download/ranking-check.csv")
                                        .content.decode())))
-    assert ["# against", ranking["against"]] in rows
+    assert ["# against", ranking["against"]] in rows and any(r[:1] == ["# reference_noise_tau"] for r in rows)

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from nas.oneshot import check_point, check_summary, kendall_tau, rank_value, reference_value, repeat_seed
+from nas.oneshot import (check_point, check_summary, kendall_tau, noise_ceiling, rank_value, reference_value,
+                         repeat_seed)
 
 
 def point(accuracy, loss, trainings):
@@ -45,3 +46,17 @@ def test_the_summary_ranks_by_the_chosen_sides_and_says_what_it_compared():
     assert check_summary(points[:1])["tau"] is None
     shown = check_point(points[0], "loss", "accuracy")
     assert shown["supernet"] == 0.10 and shown["standalone"] == pytest.approx(0.96)
+
+
+def test_with_two_trainings_the_summary_carries_the_references_own_noise_and_its_ceiling():
+    points = [point(0.9 + i / 100, 0.5 - i / 100, [(0.8 + i / 100, 0.6 - i / 50), (0.8 + (i % 3) / 100, 0.5)])
+              for i in range(6)]
+    summary = check_summary(points, score="accuracy", reference="accuracy")
+    noise = summary["reference_noise"]
+    first, second = ([p["trainings"][r]["accuracy"] for p in points] for r in (0, 1))
+    assert noise["n"] == 6 and noise["tau"] == pytest.approx(kendall_tau(first, second))
+    assert noise["ceiling"] == pytest.approx(noise_ceiling(noise["tau"], 2)) and noise["tau"] < noise["ceiling"] < 1
+    assert check_summary(points, reference="loss")["reference_noise"]["tau"] is None  # one training's loss is constant
+    assert check_summary([{**p, "trainings": p["trainings"][:1]} for p in points])["reference_noise"] is None
+    assert noise_ceiling(1.0, 3) == pytest.approx(1.0) and noise_ceiling(-0.3, 2) == 0.0
+    assert noise_ceiling(0.3, 1) < noise_ceiling(0.3, 2) < noise_ceiling(0.3, 4)

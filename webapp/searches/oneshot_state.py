@@ -41,13 +41,14 @@ def ranking(search: Search) -> dict[str, Any] | None:
 
 def tau(search: Search) -> dict[str, Any] | None:
     """What the API's search reports as ``tau``: Kendall's tau with its interval and what it compared (``score``,
-    ``reference``, ``repeats``, ``against`` in words; ``None`` for a check made before they existed), once the
-    check is done."""
+    ``reference``, ``repeats``, ``against`` in words, and ``reference_noise``: how two stand-alone trainings of the
+    same paths agree, and the ceiling that sets; ``None`` for a check made before they existed, or with one
+    training), once the check is done."""
     found = ranking(search)
     if found is None:
         return None
     return {name: found.get(name) for name in ("tau", "low", "high", "confidence", "n", "method", "score",
-                                               "reference", "repeats", "against")}
+                                               "reference", "repeats", "against", "reference_noise")}
 
 
 def phase_seconds(search: Search | int) -> dict[str, float]:
