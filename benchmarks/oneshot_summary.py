@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RESULTS, table  # noqa: E402
+from nas.oneshot import check_summary  # noqa: E402
 
 #: A column by the names its header had in each table format (the first that is there wins; a name ending
 #: in ``*`` matches as a prefix).
@@ -101,16 +102,22 @@ def phase_text(row: dict[str, str]) -> str:
 
 #: The ranking check's choices the summary shows (``score/reference/trainings`` of ``oneshot_tau.py``'s taus).
 CHECKS = {"accuracy/accuracy/1": "supernet accuracy vs one training's accuracy (the check before)",
+          "accuracy/accuracy/B": "supernet accuracy vs the second training's accuracy (another validation split)",
           "accuracy/accuracy/2": "supernet accuracy vs mean accuracy of 2",
           "loss/accuracy/2": "supernet loss vs mean accuracy of 2",
           "loss/loss/1": "supernet loss vs one training's loss",
-          "loss/loss/2": "supernet loss vs mean loss of 2"}
+          "loss/loss/2": "supernet loss vs mean loss of 2",
+          "loss/loss/B": "supernet loss vs the second training's loss (another validation split)"}
 
 
 def check_taus(paths: list[dict], repeats: int) -> dict:
-    from benchmarks.oneshot_tau import taus  # torch: only when a seed's paths are cut
+    """``oneshot_tau.taus`` of ``paths``, and (``.../B``) against the second training alone: it does not share
+    the validation split the supernet scores on, as the first does."""
+    from benchmarks.oneshot_tau import taus
 
-    return taus(paths, repeats)
+    second = [{**p, "trainings": p["trainings"][1:2]} for p in paths]
+    return {**taus(paths, repeats), **{f"{by}/{by}/B": check_summary(second, score=by, reference=by)
+                                       for by in ("accuracy", "loss")}}
 
 
 def tau_cell(summary: dict) -> str:
@@ -132,8 +139,7 @@ def check_part() -> list[str]:
     rows, worst = [], {key: [] for key in CHECKS}
     for record in records:
         for count in sorted({FIRST, len(record["paths"])}):
-            taus = record["taus"] if count == len(record["paths"]) else \
-                check_taus(record["paths"][:count], record["repeats"])
+            taus = check_taus(record["paths"][:count], record["repeats"])
             if count == FIRST:
                 for key in CHECKS:
                     worst[key].append((taus[key]["tau"] if taus[key]["tau"] is not None else -1.0, record["seed"]))
