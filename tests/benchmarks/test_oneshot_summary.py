@@ -52,12 +52,12 @@ def test_the_summary_names_the_phase_that_puts_the_pipeline_over_a_fifth_and_rea
     assert oneshot_summary.phase_text(row) == "0.143 + 0.034 + 0.074"
     text = oneshot_summary.pipeline_text([("oneshot-seed2.md", row)])
     assert "seed 2 by 7.0 s" in text and "supernet 19.8 s (0.143)" in text
-    summary = {"tau": 0.5, "low": 0.2, "high": 0.7, "n": 20}
-    taus = {key: summary for key in oneshot_summary.CHECKS}
-    taus.update({f"noise/{by}": {**summary, "ceiling": 0.6, "ceiling_mean": 0.7} for by in ("accuracy", "loss")})
+    paths = [{"supernet_accuracy": 0.9 + i / 200, "supernet_loss": 0.5 - i / 100,
+              "trainings": [{"accuracy": 0.8 + i / 100, "loss": 0.6 - i / 50},
+                            {"accuracy": 0.8 + (i % 7) / 100, "loss": 0.6 - (i % 5) / 50}]} for i in range(24)]
     (tmp_path / "oneshot-check-seed2.json").write_text(json.dumps(
-        [{"seed": 2, "taus": taus, "paths": [{}] * 20, "repeats": 2, "supernet_s": 20.0, "check_s": 500.0}]))
+        [{"seed": 2, "taus": {}, "paths": paths, "repeats": 2, "supernet_s": 20.0, "check_s": 500.0}]))
     monkeypatch.setattr(oneshot_summary, "RESULTS", tmp_path)
     part = oneshot_summary.check_part()
-    assert "| 2 | 20 | 0.50 [0.20, 0.70] (n=20)" in part[2] and "0.50; 0.60 / 0.70" in part[2]
+    assert "| 2 | 20 | 1.00 " in part[2] and "| 2 | 24 | 1.00 " in part[2]  # the first 20 paths, then all
     assert "(seed 2)" in part[3] and oneshot_summary.budget_part() == []
