@@ -25,6 +25,8 @@ def test_the_check_options_get_their_defaults_and_keep_what_is_set():
     assert {k: checked["oneshot"][k] for k in ("check_repeats", "check_score", "check_reference", "path_score")} \
         == {"check_repeats": 2, "check_score": "loss", "check_reference": "loss", "path_score": "loss"}
     assert check_config(checked) == checked
+    by_loss = check_config({**TINY, "oneshot": {**TINY["oneshot"], "path_score": "loss"}})["oneshot"]
+    assert by_loss["check_score"] == "loss"  # left out: the check measures the score the search ranks by
 
 
 @pytest.mark.parametrize("change, message", [

@@ -13,7 +13,7 @@ top paths are trained from scratch (``final``). :func:`webapp.searches.config.ch
              "strategy": {"name": "regularized", "seed": 0, "params": {...}},   # the search over paths
              "check_ranking": 20,                        # paths trained stand-alone for Kendall's tau (0: none)
              "check_repeats": 1,                         # stand-alone trainings per checked path (their mean)
-             "check_score": "accuracy",                  # the supernet's side of the check: accuracy or loss
+             "check_score": "accuracy",                  # the supernet's side of the check (path_score's)
              "check_reference": "accuracy",              # the stand-alone side: accuracy or loss
              "path_score": "accuracy"},                  # what the path search's fitness is: accuracy or loss
  "final": {"top": 1, "epochs": 20},                      # retrain the best paths from scratch (optional)
@@ -54,7 +54,8 @@ PROBES = (4, 1, 64)
 CHECK_RANKING = (0, 0, 500)
 #: Stand-alone trainings per checked path (default, least, most): the check's reference is their mean.
 CHECK_REPEATS = (1, 1, 5)
-#: What the check ranks by on the supernet's side and the stand-alone side, and what a path's fitness is.
+#: What the check ranks by on the supernet's side and the stand-alone side, and what a path's fitness is
+#: (``check_score`` left out: ``path_score``'s, so the check measures the ranking the search uses).
 CHECK_DEFAULTS: dict[str, str] = {"check_score": "accuracy", "check_reference": "accuracy", "path_score": "accuracy"}
 FIELDS = ["kind", "space", "dataset", "data", "training", "oneshot", "final", "evaluation", "pool", "notify"]
 
@@ -107,6 +108,8 @@ def check_oneshot_config(data: dict[str, Any]) -> dict[str, Any]:
                                                    *CHECK_REPEATS[1:]),
                           **{name: _choice(f"oneshot.{name}", oneshot.get(name, default), RANK_BY)
                              for name, default in CHECK_DEFAULTS.items()}}
+    if "check_score" not in oneshot:  # the check measures the score the path search ranks by
+        checked["oneshot"]["check_score"] = checked["oneshot"]["path_score"]
     if checked["oneshot"]["check_ranking"] == 1:
         raise ConfigError("oneshot.check_ranking", "must be 0 (no check) or at least 2 paths (an interval needs 5)")
     if not planned_evaluations(checked):
