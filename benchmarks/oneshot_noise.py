@@ -17,12 +17,11 @@ the same. Three things are measured on the check's paths:
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from evaluators.evaluate import evaluate
 from evaluators.path_scoring import score_paths
-from nas.oneshot.ranking import ranking_summary
+from nas.oneshot.ranking import noise_ceiling, ranking_summary
 
 #: The second stand-alone training's seed is the check's plus this (another split, init and batch order).
 SECOND_REFERENCE = 500
@@ -30,8 +29,8 @@ SECOND_REFERENCE = 500
 
 def ceiling(tau_ab: float) -> float:
     """The tau a perfect score reaches against one reference whose two trainings agree at ``tau_ab`` (see the
-    module's docstring; 0 when they do not agree at all)."""
-    return 2 / math.pi * math.asin(math.sqrt(max(math.sin(math.pi * tau_ab / 2), 0.0)))
+    module's docstring; 0 when they do not agree at all): ``nas.oneshot.noise_ceiling`` for one training."""
+    return noise_ceiling(tau_ab, 1)
 
 
 def summary_text(summary: dict[str, Any]) -> str:

@@ -77,3 +77,21 @@ def test_the_ranking_check_reports_tau_with_its_interval(weights):
     assert len(check["paths"]) == len(seen) == 5 and all(r["status"] == "ok" for r in check["paths"])
     summary = check["summary"]
     assert summary["n"] == 5 and -1 <= summary["tau"] <= 1 and summary["low"] <= summary["tau"] <= summary["high"]
+
+
+def test_a_ranking_check_with_repeats_ranks_by_loss_against_the_mean_of_its_trainings(weights):
+    file, digest = weights
+    training = {"epochs": 1, "batch_size": 128, "seed": 7}
+    check = check_ranking(CONFIG, "digits", training, weights=file, digest=digest, count=5, seed=4, repeats=2,
+                          score="loss", reference="loss")
+    once = check_ranking(CONFIG, "digits", training, weights=file, digest=digest, count=5, seed=4)
+    for row, single in zip(check["paths"], once["paths"]):
+        assert [t["seed"] for t in row["trainings"]] == [7, 507] and row["status"] == "ok"
+        assert row["trainings"][0]["accuracy"] == single["standalone"]  # the first training is the check's own
+        assert row["supernet"] == row["supernet_loss"] == single["supernet_loss"]  # shown as measured: a loss
+        assert row["standalone"] == pytest.approx(sum(t["loss"] for t in row["trainings"]) / 2)
+    summary = check["summary"]
+    assert summary["n"] == 5 and summary["repeats"] == 2 and summary["score"] == summary["reference"] == "loss"
+    assert summary["against"] == "supernet validation loss vs validation loss of the mean of 2 stand-alone trainings"
+    with pytest.raises(ValueError, match="repeats"):
+        check_ranking(CONFIG, "digits", training, weights=file, digest=digest, count=5, repeats=0)

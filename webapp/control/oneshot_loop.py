@@ -11,9 +11,11 @@ the database alone, so a stop, a resume or a new loop after a crash goes on wher
 2. ``paths``: the strategy (``oneshot.strategy``) asks for paths, individuals of role ``search`` scored with
    the supernet's weights, many per packet; their fitness is that score, so the table, the charts and the
    strategy work as for any architecture search.
-3. ``check`` (``oneshot.check_ranking: N``): N random paths trained stand-alone (role ``check``) with the same
-   path's supernet score in their metrics; Kendall's tau between the two with its interval
-   (``nas.oneshot.ranking_summary``) is stored in the search's stats (``oneshot.ranking``).
+3. ``check`` (``oneshot.check_ranking: N``): N random paths trained stand-alone (role ``check``), each
+   ``check_repeats`` times (blocks of N individuals, repeat r with training seed + r x 500), the first with the
+   same path's supernet score (accuracy and loss) in its metrics; Kendall's tau-b between the supernet's
+   ``check_score`` and the mean ``check_reference`` of the trainings, with its interval
+   (``nas.oneshot.check_summary``), is stored in the search's stats (``oneshot.ranking``).
 4. ``final``: the top paths by supernet score retrained (``webapp.control.final``, unchanged), then the end.
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Max
 
-from nas.oneshot import path_for_step, random_paths, ranking_summary
+from nas.oneshot import check_point, check_summary, path_for_step, random_paths, repeat_seed
 from nas.strategies import Candidate
 from webapp.control import recording
 from webapp.control.loop import Batch, SearchLoop
@@ -57,6 +59,7 @@ class OneShotLoop(SearchLoop):
         super().__init__(search_id, owner, send)
         self.oneshot = self.search.config["oneshot"]
         self._phase_seen = ""
+        self._check_first: int | None = None  # the number of the ranking check's first individual
 
     def strategy_section(self, config: dict[str, Any]) -> dict[str, Any]:
         return config["oneshot"]["strategy"]
@@ -169,25 +172,39 @@ class OneShotLoop(SearchLoop):
 
     # --- 3. the ranking check ----------------------------------------------------------------------------------
 
+    def _check_options(self) -> tuple[int, str, str]:
+        """``check_repeats``, ``check_score`` and ``check_reference`` (a search configured before they existed:
+        one training, by accuracy on both sides)."""
+        return (self.oneshot.get("check_repeats", 1), self.oneshot.get("check_score", "accuracy"),
+                self.oneshot.get("check_reference", "accuracy"))
+
     def _check_phase(self) -> None:
         checks = list(oneshot_state.checks(self.search_id))
+        repeats, score, reference = self._check_options()
         if not checks:
             paths = random_paths(self.space, self.search.config["training"]["seed"], self.oneshot["check_ranking"])
-            self._create(paths, Individual.Role.CHECK, "check")
+            self._create(paths * repeats, Individual.Role.CHECK, "check")  # repeat r: the paths' r-th block
             return
         if any(c.status not in Individual.FINAL for c in checks):
             return
-        points = [{"number": c.number, "key": c.key, "status": c.status, "standalone": c.fitness,
-                   "supernet": (c.metrics or {}).get("supernet_score")} for c in checks]
-        usable = [p for p in points if p["standalone"] is not None and p["supernet"] is not None]
-        summary = ranking_summary([p["supernet"] for p in usable], [p["standalone"] for p in usable]) \
-            if len(usable) >= 2 else {"tau": None, "low": None, "high": None, "n": len(usable)}
+        count = self.oneshot["check_ranking"]
+        points = []
+        for first, *others in zip(*(checks[r * count:(r + 1) * count] for r in range(repeats))):
+            metrics = first.metrics or {}
+            points.append(check_point({
+                "number": first.number, "key": first.key, "status": first.status,
+                "supernet_accuracy": metrics.get("supernet_score"), "supernet_loss": metrics.get("supernet_loss"),
+                "trainings": [{"number": c.number, "status": c.status, "accuracy": c.fitness,
+                               "loss": (c.metrics or {}).get("val_loss")} for c in (first, *others)]},
+                score, reference))
+        summary = check_summary(points, score=score, reference=reference)
         with recording.fenced(self.search_id, self.owner) as search:
             search.stats.setdefault("oneshot", {})["ranking"] = {**summary, "points": points}
             recording.save_stats(search)
             broadcast.notify(self.search_id, "search.oneshot", oneshot_state.summary(search))
         self.search = search
-        log.info("search %s: ranking check tau %s over %d paths", self.search_id, summary["tau"], len(usable))
+        log.info("search %s: ranking check tau %s over %d paths (%s)", self.search_id, summary["tau"],
+                 summary["n"], summary["against"])
 
     # --- messages ----------------------------------------------------------------------------------------------
 
@@ -203,6 +220,15 @@ class OneShotLoop(SearchLoop):
             oneshot_transport.forget_checkpoint(self.search_id)
             batch.events.append(("search.oneshot", oneshot_state.summary(search)))
 
+    def _check_repeat(self, individual: Individual) -> int:
+        """Which stand-alone training of its path a check individual is (0: the one scored on the supernet):
+        the check's individuals are its paths, once per repeat, in blocks numbered one after the other."""
+        if self._check_first is None:
+            self._check_first = oneshot_state.checks(self.search_id).values_list("number", flat=True).first()
+        first = self._check_first
+        count = self.oneshot["check_ranking"]
+        return (individual.number - first) // count if first is not None and count else 0
+
     def packet_fields(self, config: dict[str, Any], individual: Individual) -> dict[str, Any]:
         role = individual.role
         if role == Individual.Role.SUPERNET:
@@ -210,8 +236,12 @@ class OneShotLoop(SearchLoop):
                 "mode": "supernet", "supernet": self.oneshot["supernet"], "devices": supernet_devices(config)}}
         digest = oneshot_state.digest(self.search_id)
         if role == Individual.Role.SEARCH:
-            return {"training": config["training"], "evaluation": {"mode": "path", "digest": digest}}
+            return {"training": config["training"], "evaluation": {
+                "mode": "path", "digest": digest, "score": self.oneshot.get("path_score", "accuracy")}}
         if role == Individual.Role.CHECK:
-            return {"training": config["training"],
-                    "evaluation": {**config["evaluation"], "keep_weights": 0, "supernet_digest": digest}}
+            repeat = self._check_repeat(individual)
+            training = {**config["training"], "seed": repeat_seed(config["training"]["seed"], repeat)}
+            evaluation = {**config["evaluation"], "keep_weights": 0}
+            return {"training": training, "evaluation": evaluation if repeat else {**evaluation,
+                                                                                      "supernet_digest": digest}}
         return super().packet_fields(config, individual)

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 
 from webapp.dashboard.access import owned_search
 from webapp.dashboard.pages import architecture_context
+from nas.oneshot import describe_check
 from webapp.searches import oneshot_state
 from webapp.searches.models import Search
 
@@ -77,6 +78,11 @@ def ranking_csv(request: HttpRequest, search_id: int) -> HttpResponse:
         writer.writerow([])
         writer.writerow(["# kendall_tau", ranking.get("tau"), "low", ranking.get("low"), "high", ranking.get("high"),
                          "n", ranking.get("n")])
+        writer.writerow(["# against", ranking.get("against") or describe_check("accuracy", "accuracy", 1)])
+        noise = ranking.get("reference_noise")
+        if noise:
+            writer.writerow(["# reference_noise_tau", noise["tau"], "low", noise["low"], "high", noise["high"], "n",
+                             noise["n"], "ceiling", noise["ceiling"]])
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="search-{search.pk}-ranking-check.csv"'
     return response

@@ -11,19 +11,27 @@ top paths are trained from scratch (``final``). :func:`webapp.searches.config.ch
  "training": {"epochs": 3, "batch_size": 64, ...},       # the stand-alone training: ranking check and final runs
  "oneshot": {"supernet": {"epochs": 20, "sampling": "uniform", "probes": 4, ...training fields},
              "strategy": {"name": "regularized", "seed": 0, "params": {...}},   # the search over paths
-             "check_ranking": 20},                       # paths trained stand-alone for Kendall's tau (0: none)
+             "check_ranking": 20,                        # paths trained stand-alone for Kendall's tau (0: none)
+             "check_repeats": 1,                         # stand-alone trainings per checked path (their mean)
+             "check_score": "accuracy",                  # the supernet's side of the check (path_score's)
+             "check_reference": "accuracy",              # the stand-alone side: accuracy or loss
+             "path_score": "accuracy"},                  # what the path search's fitness is: accuracy or loss
  "final": {"top": 1, "epochs": 20},                      # retrain the best paths from scratch (optional)
  "evaluation": {"keep_weights": 5},                      # the files kept of the best final runs
  "pool": "eval", "notify": {"webhook": "https://..."}}
 ```
 ``oneshot.supernet`` takes every field of the training budget (``evaluators.budget``); those it leaves out are
 the search's ``training``'s, except the seed, which is always the training's: the supernet, the path scores and
-the stand-alone trainings then share one validation split. No torch here.
+the stand-alone trainings then share one validation split. The check ranks paths by the supernet's validation
+``check_score`` against the mean validation ``check_reference`` of ``check_repeats`` stand-alone trainings per
+path (repeat ``r`` with training seed + ``r`` x 500, ``nas.oneshot.repeat_seed``); with ``path_score: "loss"``
+a path's fitness is its negated supernet validation loss. No torch here.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from nas.oneshot.ranking import RANK_BY
 from nas.oneshot.support import supernet_support
 from webapp.searches.architecture_config import check_architecture_config, check_training
 from webapp.searches.architecture_config import planned_evaluations as architecture_planned
@@ -44,6 +52,11 @@ SUPERNET_DEFAULTS: dict[str, Any] = {"epochs": 20}
 #: Paths per epoch whose accuracy draws the supernet's learning curve; paths of the ranking check.
 PROBES = (4, 1, 64)
 CHECK_RANKING = (0, 0, 500)
+#: Stand-alone trainings per checked path (default, least, most): the check's reference is their mean.
+CHECK_REPEATS = (1, 1, 5)
+#: What the check ranks by on the supernet's side and the stand-alone side, and what a path's fitness is
+#: (``check_score`` left out: ``path_score``'s, so the check measures the ranking the search uses).
+CHECK_DEFAULTS: dict[str, str] = {"check_score": "accuracy", "check_reference": "accuracy", "path_score": "accuracy"}
 FIELDS = ["kind", "space", "dataset", "data", "training", "oneshot", "final", "evaluation", "pool", "notify"]
 
 
@@ -66,7 +79,8 @@ def check_oneshot_config(data: dict[str, Any]) -> dict[str, Any]:
         reason = supernet_support(space["name"]) if isinstance(space["name"], str) else None
         if reason is not None:
             raise ConfigError("space.name", reason)
-    oneshot = _section("oneshot", data.get("oneshot"), ["supernet", "strategy", "check_ranking"])
+    oneshot = _section("oneshot", data.get("oneshot"), ["supernet", "strategy", "check_ranking", "check_repeats",
+                                                        *CHECK_DEFAULTS])
     strategy = oneshot.get("strategy", {})
     if isinstance(strategy, dict):
         params = strategy.get("params", {})
@@ -88,7 +102,14 @@ def check_oneshot_config(data: dict[str, Any]) -> dict[str, Any]:
     checked["oneshot"] = {"supernet": check_supernet(oneshot.get("supernet"), checked["training"]),
                           "strategy": path_search,
                           "check_ranking": _number("oneshot.check_ranking", oneshot.get("check_ranking", 0), int,
-                                                   *CHECK_RANKING[1:])}
+                                                   *CHECK_RANKING[1:]),
+                          "check_repeats": _number("oneshot.check_repeats",
+                                                   oneshot.get("check_repeats", CHECK_REPEATS[0]), int,
+                                                   *CHECK_REPEATS[1:]),
+                          **{name: _choice(f"oneshot.{name}", oneshot.get(name, default), RANK_BY)
+                             for name, default in CHECK_DEFAULTS.items()}}
+    if "check_score" not in oneshot:  # the check measures the score the path search ranks by
+        checked["oneshot"]["check_score"] = checked["oneshot"]["path_score"]
     if checked["oneshot"]["check_ranking"] == 1:
         raise ConfigError("oneshot.check_ranking", "must be 0 (no check) or at least 2 paths (an interval needs 5)")
     if not planned_evaluations(checked):

@@ -40,11 +40,15 @@ def ranking(search: Search) -> dict[str, Any] | None:
 
 
 def tau(search: Search) -> dict[str, Any] | None:
-    """What the API's search reports as ``tau``: Kendall's tau with its interval, once the check is done."""
+    """What the API's search reports as ``tau``: Kendall's tau with its interval and what it compared (``score``,
+    ``reference``, ``repeats``, ``against`` in words, and ``reference_noise``: how two stand-alone trainings of the
+    same paths agree, and the ceiling that sets; ``None`` for a check made before they existed, or with one
+    training), once the check is done."""
     found = ranking(search)
     if found is None:
         return None
-    return {name: found.get(name) for name in ("tau", "low", "high", "confidence", "n", "method")}
+    return {name: found.get(name) for name in ("tau", "low", "high", "confidence", "n", "method", "score",
+                                               "reference", "repeats", "against", "reference_noise")}
 
 
 def phase_seconds(search: Search | int) -> dict[str, float]:
@@ -69,6 +73,7 @@ def summary(search: Search) -> dict[str, Any]:
     scored = Individual.objects.filter(search=search, role=Individual.Role.SEARCH,
                                        status__in=Individual.FINAL).count()
     check_rows = list(checks(search).values_list("status", flat=True))
+    repeats = config.get("check_repeats", 1)  # a search configured before repeats existed: one
     return {
         "phase": phase, "phase_label": PHASES.get(phase, phase), "status": search.status,
         "supernet": {"epochs": config["supernet"]["epochs"], "status": row.status if row else "waiting",
@@ -78,6 +83,7 @@ def summary(search: Search) -> dict[str, Any]:
                      "devices": (row.metrics or {}).get("devices") or row.device if row else "",
                      "per_device": by_device(row.curve or []) if row else []},
         "paths": {"scored": scored, "planned": search.evaluations_total},
-        "check": {"planned": config["check_ranking"], "done": sum(s in Individual.FINAL for s in check_rows)},
+        "check": {"paths": config["check_ranking"], "repeats": repeats, "planned": config["check_ranking"] * repeats,
+                  "done": sum(s in Individual.FINAL for s in check_rows)},  # planned and done: trainings
         "ranking": ranking(search), "seconds": phase_seconds(search),
     }

@@ -8,9 +8,11 @@
   the search hands it back (``hand_back.HandedBack``: reported skipped, sent again on resume). The trained
   weights go to Redis under their digest.
 - ``path``: one path scored with the supernet's weights (``evaluators.path_scoring``), fetched from Redis once
-  per digest per process (the supernet stays loaded between paths, as a weight search's weights do).
+  per digest per process (the supernet stays loaded between paths, as a weight search's weights do); its
+  fitness is the validation accuracy, or the negated validation loss with ``evaluation.score: "loss"``.
 - a stand-alone training of the ranking check (mode ``train`` with ``supernet_digest``): the ordinary training,
-  then the same path's supernet score added to its metrics (``supernet_score``).
+  then the same path's supernet score added to its metrics (``supernet_score``, ``supernet_loss``); a repeated
+  training of the check (no ``supernet_digest``) is the ordinary training alone.
 """
 from __future__ import annotations
 
@@ -84,13 +86,17 @@ def score_path(individual: dict[str, Any], held: list[str]) -> EvaluationResult:
     found = scored["results"][0]
     if found["status"] != "ok":
         return EvaluationResult.failed("invalid", found.get("reason", "not scored"), timings=scored["timings"])
-    return EvaluationResult(status="ok", fitness=found["accuracy"], device=held[0], timings={
+    by_loss = individual["evaluation"].get("score") == "loss"
+    fitness = -found["val_loss"] if by_loss else found["accuracy"]
+    return EvaluationResult(status="ok", fitness=fitness, device=held[0], timings={
         **found["timings"], "load": scored["timings"]["load"], "total": scored["timings"]["total"]},
-        metrics={"accuracy": found["accuracy"], "val_loss": found["val_loss"], "supernet_score": found["accuracy"],
+        metrics={"accuracy": found["accuracy"], "val_loss": found["val_loss"], "supernet_score": fitness,
                  "digest": scored["digest"]})
 
 
 def with_supernet_score(individual: dict[str, Any], held: list[str], result: EvaluationResult) -> EvaluationResult:
-    """A ranking check's stand-alone result with the same path's supernet score among its metrics."""
+    """A ranking check's stand-alone result with the same path's supernet score (accuracy, ``supernet_score``,
+    and validation loss, ``supernet_loss``) among its metrics."""
     found = supernet_score(individual, individual["evaluation"]["supernet_digest"], held[0])["results"][0]
-    return result.with_fields(metrics={**result.metrics, "supernet_score": found["accuracy"]})
+    return result.with_fields(metrics={**result.metrics, "supernet_score": found["accuracy"],
+                                       "supernet_loss": found["val_loss"]})
