@@ -83,7 +83,7 @@ HEADERS = ["pruner", "epochs trained (mean)", "fewer epochs than none (mean rati
 WHERE_HEADERS = ["pruner", "epochs on candidates never given a bounded interval (mean)", "of which the first "
                  "27 started", "epochs on candidates bounded but not stopped", "epochs on stopped ones",
                  "candidates stopped (mean)", "mean epoch at a stop", "paused (mean)", "of them stopped while paused",
-                 "review of the paused (us per free slot, mean)"]
+                 "resumed, then stopped", "review of the paused (us per free slot, mean / max)"]
 
 
 def where(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
@@ -103,8 +103,10 @@ def where(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
                      f"{sum(x['stopped'] for x in w) / stops:.1f}" if stops else "-",
                      f"{statistics.mean(x['paused'] for x in w):.1f}",
                      f"{statistics.mean(x['stopped while paused'] for x in w):.1f}",
-                     (f"{statistics.mean(r['review_us'] for r in results if r['review_us']):.0f}"
-                      if any(r["review_us"] for r in results) else "-")])
+                     f"{statistics.mean(x['resumed, then stopped'] for x in w):.1f}",
+                     (f"{statistics.mean(r['review_us'] for r in results if r['review_us']):.0f} / "
+                      f"{max(r['review_max_us'] for r in results):.0f}" if any(r["review_us"] for r in results)
+                      else "-")])
     return rows
 
 

@@ -64,7 +64,8 @@ def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: in
     resumable: list[int] = []
     held: dict[str, list[int]] = {}  # shape -> [intervals that held the observed final, intervals]
     bounded: set[int] = set()  # candidates given a bounded interval at some report
-    spent, reports, reviewed, reviews = 0.0, 0, 0.0, 0
+    spent, reports, reviewed, reviews, slowest = 0.0, 0, 0.0, 0, 0.0
+    stopped_paused: set[int] = set()  # stopped by a review, while paused
 
     def tally(cid: int, decision: Any) -> None:
         if decision.low is not None and decision.high is not None:
@@ -75,17 +76,18 @@ def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: in
 
     def fill(now: float) -> None:
         """A slot is free: review the paused, then resume one or start a new one."""
-        nonlocal started, reviewed, reviews
+        nonlocal started, reviewed, reviews, slowest
         if paused_at:
             mark = time.perf_counter()
             decided = pruner.review(final=started == len(pool.finals), resume=1)
-            reviewed += time.perf_counter() - mark
-            reviews += 1
+            took = time.perf_counter() - mark
+            reviewed, reviews, slowest = reviewed + took, reviews + 1, max(slowest, took)
             for key, decision in decided:
                 cid = int(key)
                 if decision.stop:
                     tally(cid, decision)
                     stopped.add(cid)
+                    stopped_paused.add(cid)
                     pruner.complete(cid, None)
                 else:
                     resumable.append(cid)
@@ -125,12 +127,13 @@ def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: in
     top = sorted(range(len(pool.finals)), key=lambda c: -pool.finals[c])[:TOP]
     return {"epochs": sum(trained.values()), "best": pool.finals[chosen], "best_stopped": top[0] in stopped,
             "top_stopped": bool(stopped & set(top)), "cost_us": 1e6 * spent / max(reports, 1), "held": held,
-            "review_us": 1e6 * reviewed / reviews if reviews else None,
+            "review_us": 1e6 * reviewed / reviews if reviews else None, "review_max_us": 1e6 * slowest,
             "audit": pruner.audit_report(),
             "first_epochs": sum(e for c, e in trained.items() if c not in bounded and c < FIRST),
             "where": {"never bounded": sum(e for c, e in trained.items() if c not in bounded),
                       "bounded, went on": sum(e for c, e in trained.items() if c in bounded and c not in stopped),
                       "stopped": sum(trained[c] for c in stopped), "stops": len(stopped),
-                      "paused": len(paused_at), "stopped while paused": len(stopped & set(paused_at))}}
+                      "paused": len(paused_at), "stopped while paused": len(stopped_paused),
+                      "resumed, then stopped": len(stopped & set(paused_at)) - len(stopped_paused)}}
 
 

@@ -36,8 +36,9 @@ def test_a_pausing_pruner_counts_each_epoch_once_and_leaves_none_paused():
     pool = early_stop.mixed_pool(1, "even", 60, 10)
     run = early_stop.replay(pool, "curve-pause", early_stop.PRUNERS["curve-pause"], 1, 4)
     where = run["where"]
-    assert where["paused"] > 0 and where["stopped while paused"] <= where["paused"]
+    assert where["paused"] > 0 and where["stopped while paused"] + where["resumed, then stopped"] <= where["paused"]
+    assert where["stopped while paused"] + where["resumed, then stopped"] <= where["stops"]
     assert where["never bounded"] + where["bounded, went on"] + where["stopped"] == run["epochs"] <= 60 * 10
     assert run["review_us"] is not None
     rows = early_stop.where({"none": [run], "curve-pause": [run]})
-    assert rows[0][0] == "curve-pause" and rows[0][-3] == f"{where['paused']:.1f}"
+    assert rows[0][0] == "curve-pause" and rows[0][-4] == f"{where['paused']:.1f}"
