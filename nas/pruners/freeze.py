@@ -32,11 +32,13 @@ What it gives (``benchmarks/results/early_stop.md``, held-out seeds 100-119): 1.
 ``none`` per mix against ``curve``'s 1.25-1.38x, but the true best stopped in 5-15% of the runs against 0-5%: the
 stops it adds are made at the epoch of the pause (4 to 6), from a prefix that says little, with the 19 or 20
 look-alikes' highest score as the bound, where the eventual best, above its look-alikes by definition, is missed.
-Tried on tuning seeds 0-9 and left out: a paused candidate stopped only after 2 reviews in a row below the bar
-(with new references at each): the same stops (the bound barely moves as references are added); stopped on a
-97.5% or 98.75% bound (39 or 79 look-alikes): the true best no longer stopped, but nearly all the paused are then
-resumed and the gain is gone (1.29-1.31x against ``curve``'s 1.25-1.27x); pausing also candidates whose looser
-interval is still unbounded, or resuming the paused only at the end: within 0.03x either way.
+Tried on tuning seeds 0-9 (even, schedules, unstable; a script outside the repository) and left out: a paused
+candidate stopped only after 2 reviews in a row below the bar (with new references at each): the same stops (the
+bound barely moves as references are added); stopped on a 97.5% or 98.75% bound (39 or 79 look-alikes): the true
+best no longer stopped, but nearly all the paused are then resumed and the gain is gone (1.29-1.31x against
+``curve``'s 1.25-1.27x). On seeds 0-3 (even, schedules): pausing also candidates whose looser interval is still
+unbounded, or resuming the paused only at the end, within 0.03x either way; ``pause`` 0.25 or 0.4 instead of 0.5,
+and ``keep`` 0.1 or 0.5 instead of 0.25, 1.31-1.45x, none at 1.5x on either mix.
 
 Not offered to searches (not in :data:`nas.pruners.PRUNERS`): the search loop cannot pause an evaluation yet; the
 benchmark drives it as a loop that could.
