@@ -189,7 +189,10 @@ class CurvePruner(Pruner):
         cache = self.__dict__.setdefault("_interval_cache", {})
         if key not in cache or cache[key][0] != signature:
             t = curve[-1][0]
-            mine = conformal.cut([s for s, _ in curve], [v for _, v in curve], t, self._cap())
+            if key in cache and cache[key][0][0] == len(curve):  # only the references changed (a paused curve)
+                mine = cache[key][2]
+            else:
+                mine = conformal.cut([s for s, _ in curve], [v for _, v in curve], t, self._cap())
             prefixes, scores = self._references(t)
             if mine is None:
                 return None

@@ -89,10 +89,19 @@ class FreezeThawPruner(CurvePruner):
         """Pause ``key``: it was never paused, is not in the ``keep`` share, and is unlikely to beat the bar."""
         return key not in self._resumed and unit(self.seed, "keep", key) >= self.keep and self._unlikely(key, to_beat)
 
+    def review(self, final: bool = False, resume: int = 1) -> list[tuple[str, Decision]]:
+        """:meth:`Pruner.review`, the value to beat made once for all the paused (it leaves the paused out, and a
+        review changes nothing else it counts)."""
+        self._bar = None if self.known_objectives else self._to_beat("")
+        try:
+            return super().review(final, resume)
+        finally:
+            self._bar = None
+
     def _review(self, key: str, final: bool) -> tuple[Decision | None, float]:
         """A paused candidate judged with today's references and value to beat (module doc)."""
         made = self._interval(key)
-        to_beat, words = self._to_beat(key)
+        to_beat, words = getattr(self, "_bar", None) or self._to_beat(key)
         step = self._paused[key]["step"]
         if made is not None and made.references and to_beat is not None and made.high < to_beat:
             low, high, spread = self._bounds(made)
