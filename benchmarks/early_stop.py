@@ -1,7 +1,8 @@
 """Early stopping: what each pruner saves and what it costs, at equal seeds and budgets, on curve shapes of every
 kind real training produces (issue 29).
 
-Both parts drive the pruners (``nas.pruners``) exactly as the control loop does (report, should_stop, complete),
+Both parts drive the pruners (``nas.pruners``) exactly as the control loop does (report, should_stop, complete;
+``curve-pause``, which the loop cannot run yet, as a loop that pauses would: :mod:`benchmarks.early_stop_sim`),
 with ``--workers`` asynchronous evaluation slots simulated in time (a report costs one time unit times a
 per-candidate cost factor, so slots free up out of order as on a real cluster):
 
@@ -23,7 +24,6 @@ all and per shape, and the issue's checks. The cost per report with 200 complete
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import statistics
 import sys
@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.early_stop_sim import FIRST, MIXES, Pool, mixed_pool, replay  # noqa: E402,F401 (re-exported)
 from benchmarks.report import Report, command_line, table  # noqa: E402
 from nas.pruners import get_pruner  # noqa: E402
 from nas.pruners.synthetic import SHAPES, ShapedCurve  # noqa: E402
@@ -46,94 +47,8 @@ PRUNERS: dict[str, dict[str, Any]] = {
     "curve": {"upper": 1.0},  # its defaults; upper: the curves are accuracies (the engine sets it so)
     "curve (audit 0.2)": {"upper": 1.0, "audit": 0.2},
     "curve (k 1)": {"upper": 1.0, "k": 1},  # the value to beat is the incumbent best: more saved, the best at risk
+    "curve-pause": {"upper": 1.0},  # freeze-thaw (nas.pruners.freeze): paused when its median is below the bar
 }
-#: Mixes: the share of each shape (in the order of SHAPES) and the shapes whose candidates are drawn best.
-MIXES: dict[str, tuple[tuple[float, ...], tuple[str, ...]]] = {
-    "even": ((1, 1, 1, 1, 1, 1), ()),
-    "saturating": ((0.35, 0.35, 0.06, 0.08, 0.08, 0.08), ()),
-    "schedules": ((0.1, 0.1, 0.3, 0.3, 0.1, 0.1), ()),
-    "unstable": ((0.1, 0.1, 0.1, 0.1, 0.3, 0.3), ()),
-    "late risers best": ((0.2, 0.2, 0.2, 0.15, 0.1, 0.15), ("late",)),
-}
-TOP = 5
-#: The candidates started before 19 can have completed on 8 slots (19 + 8): they train in full under `curve`.
-FIRST = 27
-
-
-class Pool:
-    """Candidates: each one's observed value per report step, its true final, its cost per report, its shape."""
-
-    def __init__(self, steps: list[float], values: list[list[float]], finals: list[float], costs: list[float],
-                 shapes: list[str] | None = None) -> None:
-        self.steps, self.values, self.finals, self.costs = steps, values, finals, costs
-        self.shapes = shapes or ["digits"] * len(finals)
-
-
-def mixed_pool(seed: int, mix: str, candidates: int, epochs: int) -> Pool:
-    """``candidates`` curves of the mix's shapes, fixed by ``seed``; in a mix with best shapes, those are drawn
-    with a quality in [0.85, 1) and the others in [0, 0.9)."""
-    shares, best = MIXES[mix]
-    rng = np.random.default_rng([seed, list(MIXES).index(mix)])
-    p = np.array(shares, float) / sum(shares)
-    shapes = [SHAPES[i] for i in rng.choice(len(SHAPES), size=candidates, p=p)]
-    curves = [ShapedCurve.draw(rng, s, float(epochs), quality=(float(rng.uniform(0.85, 1.0)) if s in best else
-                                                                float(rng.uniform(0.0, 0.9))) if best else None)
-              for s in shapes]
-    steps = [float(e) for e in range(1, epochs + 1)]
-    values = [[c.observe(s, rng) for s in steps] for c in curves]
-    return Pool(steps, values, [c.final for c in curves], list(rng.lognormal(0.0, 0.3, candidates)), shapes)
-
-
-def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: int) -> dict[str, Any]:
-    """Evaluate the pool's candidates in order on ``workers`` slots under one pruner."""
-    max_steps = pool.steps[-1]
-    pruner = get_pruner(name.split(" ")[0], seed, "max", max_steps, **params)
-    events: list[tuple[float, int, int]] = []
-    order = iter(range(len(pool.finals)))
-    for _ in range(workers):
-        cid = next(order, None)
-        if cid is not None:
-            heapq.heappush(events, (pool.costs[cid] * pool.steps[0], cid, 0))
-    trained: dict[int, float] = {}
-    stopped: set[int] = set()
-    held: dict[str, list[int]] = {}  # shape -> [intervals that held the observed final, intervals]
-    bounded: set[int] = set()  # candidates given a bounded interval at some report
-    spent, reports = 0.0, 0
-    while events:
-        now, cid, index = heapq.heappop(events)
-        mark = time.perf_counter()
-        pruner.report(cid, pool.steps[index], pool.values[cid][index])
-        decision = pruner.should_stop(cid)
-        spent += time.perf_counter() - mark
-        reports += 1
-        if decision.low is not None and decision.high is not None:
-            tally = held.setdefault(pool.shapes[cid], [0, 0])
-            tally[0] += decision.low <= pool.values[cid][-1] <= decision.high
-            tally[1] += 1
-            bounded.add(cid)
-        last = index == len(pool.steps) - 1
-        if decision.stop or last:
-            pruner.complete(cid, None if decision.stop else pool.values[cid][index])
-            trained[cid] = pool.steps[index]
-            if decision.stop:
-                stopped.add(cid)
-            following = next(order, None)
-            if following is not None:
-                heapq.heappush(events, (now + pool.costs[following] * pool.steps[0], following, 0))
-        else:
-            heapq.heappush(events, (now + pool.costs[cid] * (pool.steps[index + 1] - pool.steps[index]), cid, index + 1))
-    full = [c for c in trained if c not in stopped]
-    chosen = max(full, key=lambda c: pool.values[c][-1])  # what the search reports as its best
-    top = sorted(range(len(pool.finals)), key=lambda c: -pool.finals[c])[:TOP]
-    return {"epochs": sum(trained.values()), "best": pool.finals[chosen], "best_stopped": top[0] in stopped,
-            "top_stopped": bool(stopped & set(top)), "cost_us": 1e6 * spent / max(reports, 1), "held": held,
-            "audit": pruner.audit_report(),
-            "first_epochs": sum(e for c, e in trained.items() if c not in bounded and c < FIRST),
-            "where": {"never bounded": sum(e for c, e in trained.items() if c not in bounded),
-                      "bounded, went on": sum(e for c, e in trained.items() if c in bounded and c not in stopped),
-                      "stopped": sum(trained[c] for c in stopped), "stops": len(stopped)}}
-
-
 def _coverage(results: list[dict[str, Any]], shape: str | None = None) -> float | None:
     tallies = [t for r in results for s, t in r["held"].items() if shape is None or s == shape]
     total = sum(t[1] for t in tallies)
@@ -167,7 +82,8 @@ HEADERS = ["pruner", "epochs trained (mean)", "fewer epochs than none (mean rati
 
 WHERE_HEADERS = ["pruner", "epochs on candidates never given a bounded interval (mean)", "of which the first "
                  "27 started", "epochs on candidates bounded but not stopped", "epochs on stopped ones",
-                 "candidates stopped (mean)", "mean epoch at a stop"]
+                 "candidates stopped (mean)", "mean epoch at a stop", "paused (mean)", "of them stopped while paused",
+                 "resumed, then stopped", "review of the paused (us per free slot, mean / max)"]
 
 
 def where(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
@@ -184,14 +100,21 @@ def where(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
                      f"{statistics.mean(r['first_epochs'] for r in results):.0f}",
                      f"{statistics.mean(x['bounded, went on'] for x in w):.0f}",
                      f"{statistics.mean(x['stopped'] for x in w):.0f}", f"{stops / len(w):.1f}",
-                     f"{sum(x['stopped'] for x in w) / stops:.1f}" if stops else "-"])
+                     f"{sum(x['stopped'] for x in w) / stops:.1f}" if stops else "-",
+                     f"{statistics.mean(x['paused'] for x in w):.1f}",
+                     f"{statistics.mean(x['stopped while paused'] for x in w):.1f}",
+                     f"{statistics.mean(x['resumed, then stopped'] for x in w):.1f}",
+                     (f"{statistics.mean(r['review_us'] for r in results if r['review_us']):.0f} / "
+                      f"{max(r['review_max_us'] for r in results):.0f}" if any(r["review_us"] for r in results)
+                      else "-")])
     return rows
 
 
-def checks(runs: dict[str, list[dict[str, Any]]], names: tuple[str, ...] = SHAPES) -> tuple[list[str], bool]:
-    """The issue's checks of ``curve`` at its defaults on one mix (its shapes ``names``): the cells and whether all
-    passed."""
-    curve, base = runs["curve"], runs["none"]
+def checks(runs: dict[str, list[dict[str, Any]]], names: tuple[str, ...] = SHAPES,
+           pruner: str = "curve") -> tuple[list[str], bool]:
+    """The issue's checks of ``pruner`` (``curve`` at its defaults) on one mix (its shapes ``names``): the cells and
+    whether all passed."""
+    curve, base = runs[pruner], runs["none"]
     overall = _coverage(curve)
     shapes = [c for c in (_coverage(curve, s) for s in names) if c is not None]
     best = statistics.mean(r["best_stopped"] for r in curve)
@@ -336,14 +259,18 @@ def main(argv: list[str] | None = None) -> None:
         best = f"; the best candidates are {', '.join(MIXES[mix][1])}" if MIXES[mix][1] else ""
         report.add(f"## Mix: {mix}\n\n{shares}{best} ({time.perf_counter() - started:.0f} s)\n\n"
                    + table(HEADERS, summarise(runs)))
-        cells, passed = checks(runs)
-        all_checks.append([mix, *cells, "pass" if passed else "FAIL"])
-        per_shape.append([mix, *(_percent(_coverage(runs["curve"], s)) for s in SHAPES)])
+        for name in ("curve", "curve-pause"):
+            if name in runs:
+                cells, passed = checks(runs, pruner=name)
+                all_checks.append([mix if name == "curve" else f"{mix}, {name}", *cells, "pass" if passed else "FAIL"])
+        per_shape.extend([mix if name == "curve" else f"{mix}, {name}", *(_percent(_coverage(runs[name], s))
+                                                                            for s in SHAPES)]
+                         for name in ("curve", "curve-pause") if name in runs)
         report.add(f"Where `curve`'s epochs go ({mix}; none trains {args.candidates * args.epochs})\n\n"
                    + table(WHERE_HEADERS, where(runs)))
-    report.add("## `curve` at its defaults: coverage of its 90% intervals per shape\n\n"
+    report.add("## `curve` at its defaults (and with `curve-pause`): coverage of its 90% intervals per shape\n\n"
                + table(["mix", *SHAPES], per_shape))
-    report.add("## The issue's checks for `curve` at its defaults, per mix\n\n"
+    report.add("## The issue's checks for `curve` at its defaults (and with `curve-pause`), per mix\n\n"
                + table(["mix", "coverage 80-99%", "every shape >= 50%", "true best stopped <= 10% of runs",
                         "best within 0.5 points of none", ">= 1.5x fewer epochs", "all"], all_checks))
     report.add("## Cost per progress report\n\n" + cost_at_references())

@@ -10,12 +10,15 @@ from typing import Any
 
 from nas.pruners.base import Decision, Pruner
 from nas.pruners.curve import CurvePruner
+from nas.pruners.freeze import FreezeThawPruner
 from nas.pruners.simple import ASHAPruner, MedianPruner, NoPruner
 
 #: Every registered pruner, by its ``name``.
 PRUNERS: dict[str, type[Pruner]] = {cls.name: cls for cls in (NoPruner, MedianPruner, ASHAPruner, CurvePruner)}
+#: Pruners whose decisions the search loop cannot carry out yet (``pause``): for the benchmark and tests only.
+UNOFFERED: dict[str, type[Pruner]] = {FreezeThawPruner.name: FreezeThawPruner}
 
-__all__ = ["PRUNERS", "ASHAPruner", "CurvePruner", "Decision", "MedianPruner", "NoPruner", "Pruner",
+__all__ = ["PRUNERS", "UNOFFERED", "ASHAPruner", "CurvePruner", "FreezeThawPruner", "Decision", "MedianPruner", "NoPruner", "Pruner",
            "get_pruner", "pruner_from_state"]
 
 
@@ -28,6 +31,13 @@ def _lookup(name: Any) -> type[Pruner]:
 def get_pruner(name: str, seed: int = 0, direction: str = "max", max_steps: float = 1.0, **params: Any) -> Pruner:
     """The pruner registered as ``name``; ``ValueError`` names an unknown pruner, parameter or bad value."""
     return _lookup(name)(seed, direction, max_steps, **params)
+
+
+def unoffered_pruner(name: str, seed: int = 0, direction: str = "max", max_steps: float = 1.0,
+                     **params: Any) -> Pruner:
+    """A pruner of :data:`UNOFFERED` (or a registered one) by name, for the benchmark and tests."""
+    cls = UNOFFERED.get(name) or _lookup(name)
+    return cls(seed, direction, max_steps, **params)
 
 
 def pruner_from_state(state: Any) -> Pruner:

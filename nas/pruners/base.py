@@ -13,6 +13,12 @@ turned so that larger is better.
 The audit: with ``audit`` > 0, that fraction of the candidates the pruner would stop (drawn from ``seed`` and
 the candidate's id, so a resumed search audits the same ones) is let finish; their final values show how often
 the pruner would have been wrong (:meth:`~Pruner.audit_report`).
+
+Pausing (freeze-thaw, as in Swersky et al. 2014; only ``curve`` with ``pause`` > 0 pauses): a decision may say
+``pause`` instead of stop or go on: the candidate's training is kept as it is and its slot takes another candidate.
+A paused candidate is decided later by :meth:`~Pruner.review`: stopped (``stop``), resumed (it goes on from the
+epoch it reached) or left paused; at the end of the search (``final``) every paused candidate that is not stopped is
+resumed, so a pause alone never loses a candidate.
 """
 from __future__ import annotations
 
@@ -49,6 +55,7 @@ class Decision:
             asymmetric interval the normal spread of the same width.
         audited: the pruner would have stopped it, but the audit lets it finish.
         low, high: the stated interval's bounds in the user's units, when the pruner states one (``None``: unbounded).
+        pause: pause its training now (keep its state, free its slot); :meth:`Pruner.review` decides it later.
     """
 
     stop: bool
@@ -58,6 +65,7 @@ class Decision:
     audited: bool = False
     low: float | None = None
     high: float | None = None
+    pause: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -106,6 +114,8 @@ class Pruner(abc.ABC):
         self._stopped: dict[str, dict[str, Any]] = {}  #: ids told to stop -> their decision
         self._audited: dict[str, dict[str, Any]] = {}  #: ids let finish by the audit -> their decision
         self._known: dict[str, list[float]] = {}  #: ids -> objectives known before training (multi-objective)
+        self._paused: dict[str, dict[str, Any]] = {}  #: ids paused now -> the decision that paused them
+        self._resumed: dict[str, float] = {}  #: ids paused once and resumed -> the step they were paused at
 
     # --- parameters ---------------------------------------------------------------------------------------
 
@@ -160,7 +170,8 @@ class Pruner(abc.ABC):
         """Whether to stop ``id`` now; never before ``min_steps``, never once it completed or was stopped."""
         key = str(id)
         curve = self._curves.get(key)
-        if key in self._finals or key in self._stopped or not curve or curve[-1][0] < self.min_steps:
+        if (key in self._finals or key in self._stopped or key in self._paused or not curve
+                or curve[-1][0] < self.min_steps):
             return GO_ON
         if key in self._audited:
             saved = self._audited[key]
@@ -170,6 +181,8 @@ class Pruner(abc.ABC):
             decision = self._decide(key, curve)
         except (ArithmeticError, ValueError, np.linalg.LinAlgError):  # never let a fit reach the loop
             return GO_ON
+        if decision.pause:
+            self._paused[key] = {**decision.to_dict(), "step": curve[-1][0]}
         if not decision.stop:
             return decision
         record = {**decision.to_dict(), "step": curve[-1][0], "threshold": self._threshold()}
@@ -187,8 +200,41 @@ class Pruner(abc.ABC):
         key = str(id)
         if key in self._finals:
             return
+        self._paused.pop(key, None)
         number = _finite(final)
         self._finals[key] = None if number is None else self.orient(number)
+
+    def paused(self) -> list[str]:
+        """The ids paused now (ordered)."""
+        return sorted(self._paused)
+
+    def review(self, final: bool = False, resume: int = 1) -> list[tuple[str, Decision]]:
+        """Decide the paused candidates now: ``[(id, decision), ...]`` for those decided, in the order of ids;
+        ``stop`` (it is then :meth:`stopped`; complete it with ``None``) or not (resume it: it goes on from the step
+        it was paused at); the others stay paused. With ``final`` (no new candidate will start), at most ``resume``
+        are resumed (the most promising first: more may be stopped by the time a slot frees for the rest); a paused
+        candidate the pruner cannot stop is resumed, never dropped. Deterministic: a resumed search reviews alike."""
+        decided: list[tuple[str, Decision]] = []
+        hold: list[tuple[float, str, Decision]] = []
+        for key in self.paused():
+            decision, rank = self._review(key, final)
+            if decision is None:
+                continue
+            if decision.stop:
+                self._stopped[key] = {**decision.to_dict(), "step": self._paused.pop(key)["step"],
+                                      "threshold": self._threshold()}
+                decided.append((key, decision))
+            else:
+                hold.append((-rank, key, decision))
+        for _, key, decision in sorted(hold)[:max(resume, 0) if final else len(hold)]:
+            self._resumed[key] = self._paused.pop(key)["step"]
+            decided.append((key, decision))
+        return sorted(decided, key=lambda pair: pair[0])
+
+    def _review(self, key: str, final: bool) -> tuple[Decision | None, float]:
+        """A paused candidate's decision (``None``: stays paused) and, when resumed, its rank (higher first).
+        Pruners that never pause resume whatever was paused."""
+        return Decision(False, "resumed"), 0.0
 
     def know(self, id: Any, objectives: dict[str, float]) -> None:
         """The objectives of ``id`` known before training (``params``, ...); only multi-objective pruners use them."""
@@ -240,7 +286,8 @@ class Pruner(abc.ABC):
         return json.loads(json.dumps({
             "name": self.name, "format": STATE_FORMAT, "seed": self.seed, "direction": self.direction,
             "max_steps": self.max_steps, "params": self.params, "curves": self._curves, "finals": self._finals,
-            "stopped": self._stopped, "audited": self._audited, "known": self._known,
+            "stopped": self._stopped, "audited": self._audited, "known": self._known, "paused": self._paused,
+            "resumed": self._resumed,
         }, allow_nan=False))
 
     @classmethod
@@ -254,5 +301,7 @@ class Pruner(abc.ABC):
         pruner._stopped = dict(state["stopped"])
         pruner._audited = dict(state["audited"])
         pruner._known = {k: list(v) for k, v in state.get("known", {}).items()}
+        pruner._paused = dict(state.get("paused", {}))
+        pruner._resumed = dict(state.get("resumed", {}))
         return pruner
 

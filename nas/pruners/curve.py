@@ -189,13 +189,17 @@ class CurvePruner(Pruner):
         cache = self.__dict__.setdefault("_interval_cache", {})
         if key not in cache or cache[key][0] != signature:
             t = curve[-1][0]
-            mine = conformal.cut([s for s, _ in curve], [v for _, v in curve], t, self._cap())
+            if key in cache and cache[key][0][0] == len(curve):  # only the references changed (a paused curve)
+                mine = cache[key][2]
+            else:
+                mine = conformal.cut([s for s, _ in curve], [v for _, v in curve], t, self._cap())
             prefixes, scores = self._references(t)
             if mine is None:
                 return None
             count = int(max(self.neighbours, min(conformal.references_needed(self.threshold), 10**9)))
-            made = conformal.localised(mine, prefixes, scores, count, self.threshold, self._cap())
-            cache[key] = (signature, made)
+            close = conformal.look_alikes(mine.prefix, prefixes, count, conformal.RADIUS)
+            made = conformal.interval(mine, scores[close], self.threshold, self._cap())
+            cache[key] = (signature, made, mine, scores[close])
         return cache[key][1]
 
     # --- deciding ---------------------------------------------------------------------------------------------
@@ -206,7 +210,8 @@ class CurvePruner(Pruner):
             values = [self._settled(other, final) for other, final in sorted(completed.items())]
             # The running ones at the lower bound stated at their latest report (module doc).
             for other, rows in sorted(self._intervals.items()):
-                if other == key or other in self._finals or other in self._stopped or rows[-1][1] is None:
+                if (other == key or other in self._finals or other in self._stopped or other in self._paused
+                        or rows[-1][1] is None):
                     continue
                 values.append(rows[-1][1])
             finals = sorted(values, reverse=True)
@@ -243,6 +248,7 @@ class CurvePruner(Pruner):
         if streak[0] != curve[-1][0]:  # one count per report (should_stop may be asked twice)
             self._below[key] = streak = [curve[-1][0], (streak[1] + 1) if below else 0]
         stop = below and streak[1] >= CONFIRM
+        pause = not stop and self._pause_now(key, to_beat)
         shown = (f"[{self.orient(made.low):.4g}, {self.orient(made.high):.4g}]" if made.bounded else
                  f"unbounded until {conformal.references_needed(self.threshold)} look-alike curves completed")
         reason = f"predicted {self.orient(made.predicted):.4g}, {100 * made.level:.0f}% interval {shown} " \
@@ -251,8 +257,14 @@ class CurvePruner(Pruner):
             beats = "beats " + words if not self.known_objectives else words
             bar = f" ({words}: {self.orient(to_beat):.4g})" if not self.known_objectives else ""
             reason += f"; P({beats}) {'<=' if stop else '>'} {100 * self.threshold:.3g}%{bar}"
+            if pause:
+                reason += ", but unlikely: paused until more curves completed"
             self._last_to_beat = to_beat
-        return Decision(stop, reason, self.orient(made.predicted), spread, low=low, high=high)
+        return Decision(stop, reason, self.orient(made.predicted), spread, low=low, high=high, pause=pause)
+
+    def _pause_now(self, key: str, to_beat: float | None) -> bool:
+        """Whether to pause ``key`` rather than let it go on (:mod:`nas.pruners.freeze`); ``curve`` never pauses."""
+        return False
 
     def _bounds(self, made: conformal.Interval) -> tuple[float | None, float | None, float | None]:
         """``made``'s low and high in the user's units (``None``: unbounded) and the normal spread of its width."""

@@ -28,3 +28,17 @@ def test_recordings_of_disjoint_ranges_replay_as_one_pool(tmp_path):
     assert saved["shapes"] == ["step", "step", "cosine", "cosine"]
     pool = early_stop_real.pool_of(saved, 1)
     assert sorted(pool.shapes) == sorted(saved["shapes"]) and pool.steps == [1.0, 2.0, 3.0]
+
+
+def test_a_pausing_pruner_counts_each_epoch_once_and_leaves_none_paused():
+    """curve-pause on the simulated slots: a paused candidate frees its slot and is stopped or resumed from its
+    epoch; every candidate ends trained or stopped, its epochs counted once, none beyond the budget."""
+    pool = early_stop.mixed_pool(1, "even", 60, 10)
+    run = early_stop.replay(pool, "curve-pause", early_stop.PRUNERS["curve-pause"], 1, 4)
+    where = run["where"]
+    assert where["paused"] > 0 and where["stopped while paused"] + where["resumed, then stopped"] <= where["paused"]
+    assert where["stopped while paused"] + where["resumed, then stopped"] <= where["stops"]
+    assert where["never bounded"] + where["bounded, went on"] + where["stopped"] == run["epochs"] <= 60 * 10
+    assert run["review_us"] is not None
+    rows = early_stop.where({"none": [run], "curve-pause": [run]})
+    assert rows[0][0] == "curve-pause" and rows[0][-4] == f"{where['paused']:.1f}"
