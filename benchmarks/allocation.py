@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
     parser.add_argument("--continues", choices=("both", "one", "none"), default="both",
                         help="auto + probe: which part of the probe the evaluation goes on from when the decision keeps "
-                             "its configuration (both: the one device or the wide gang; one: the one device only, as the "
-                             "real worker does; none: it starts again after the whole probe)")
+                             "its configuration (both: the one device or the wide gang; one: a probe of one device "
+                             "only, as the real worker does; none: it starts again after the whole probe)")
     args = parser.parse_args(argv)
     probe = dataclasses.replace(PROBE, continues=args.continues)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> None:
         f"device each for every waiting candidate there are free devices for, and the widest free gang for the "
         f"first {PROBE.pairs} of each size), its device time counted, as the gang worker runs it; "
         + {"none": "the evaluation starts again after the whole probe",
-           "one": "the probe's steps are the evaluation's first: a decision that keeps the probe's one device goes "
-                  "on from there and loses only the wide part (the real worker's rule)",
+           "one": "the probe's steps are the evaluation's first where it has no wide part: a decision that keeps its "
+                  "one device goes on from there; a probe with a wide part is paid whole (the real worker's rule)",
            "both": "the probe's steps are the evaluation's first: a decision that keeps the probe's one device, or "
                    "its wide gang, goes on from there and loses only the other part"}[args.continues]
         + "; `auto`: without probes.")

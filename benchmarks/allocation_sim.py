@@ -112,9 +112,10 @@ class Probe:
     ``continues``: the probe's steps are the first steps of the candidate's training, so a decision that keeps the
     configuration a part of the probe ran on goes on from that part's state: that part costs nothing (its setup is
     the evaluation's own, which no split is charged for, and its steps are done), and only the other part's time
-    is lost. ``"both"``: the one-device part and the wide gang (on its host) go on; ``"one"``: only the one-device
-    part (what the real worker does, ``webapp.worker.device_claims``); ``"none"``: every decision starts again
-    after the whole probe. The charges are the real worker's, measured
+    is lost. ``"both"``: the one-device part and the wide gang (on its host) go on; ``"one"``: only a probe without
+    a wide part, on one device (what the real worker does, ``webapp.worker.device_claims.probe_inside``: a probe
+    with a wide part runs apart and is paid whole); ``"none"``: every decision starts again after the whole
+    probe. The charges are the real worker's, measured
     on the CPU (``benchmarks/allocation_probe_real.py``): a one-device probe 0.2-4.3 s, 13 s for a worker process's
     first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly starting the two ranks."""
 
@@ -160,8 +161,10 @@ def _probe_lost(probe: Probe, single_wall: float, wide: tuple, choice: Allocatio
     training, and only the other part is lost (see :class:`Probe`)."""
     if probe.continues not in ("none", "one", "both"):
         raise ValueError(f"`continues` must be none, one or both (got {probe.continues!r})")
-    if probe.continues != "none" and choice.gang == 1:  # the one-device part goes on (after the wide part, if any)
+    if probe.continues == "both" and choice.gang == 1:  # the one-device part goes on (after the wide part, if any)
         return wide[1]
+    if probe.continues == "one" and choice.gang == 1 and wide[2] == 1:  # a probe of one device only: it goes on
+        return 0.0
     if probe.continues == "both" and choice.gang == wide[2] and choice.host == wide[3]:  # the probing gang goes on
         return single_wall
     return single_wall + wide[1]

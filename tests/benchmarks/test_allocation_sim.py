@@ -98,7 +98,10 @@ def test_a_probe_that_continues_loses_only_the_part_whose_configuration_the_deci
     assert _probe_lost(probe, 5.0, wide, Allocation("host0", 2, "", "plan")) == 35.0  # a new configuration
     assert _probe_lost(probe, 5.0, wide, Allocation("host1", 4, "", "plan")) == 35.0  # another host's gang
     assert _probe_lost(Probe(continues="one"), 5.0, wide, Allocation("host0", 4, "", "plan")) == 35.0
-    assert _probe_lost(Probe(continues="one"), 5.0, wide, Allocation("host0", 1, "", "plan")) == 30.0
+    assert _probe_lost(Probe(continues="one"), 5.0, wide, Allocation("host0", 1, "", "plan")) == 35.0
+    alone = (0, 0.0, 1, None)  # no wide part: the one-device probe is the evaluation's start
+    assert _probe_lost(Probe(continues="one"), 5.0, alone, Allocation("host0", 1, "", "plan")) == 0.0
+    assert _probe_lost(Probe(continues="one"), 5.0, alone, Allocation("host0", 2, "", "plan")) == 5.0
     assert _probe_lost(Probe(continues="none"), 5.0, wide, Allocation("host0", 1, "", "plan")) == 35.0
     with pytest.raises(ValueError, match="continues"):
         _probe_lost(Probe(continues="yes"), 5.0, wide, Allocation("host0", 1, "", "plan"))
