@@ -17,6 +17,7 @@ trained first on searches of the same grid with other seeds, and compared on the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import multiprocessing
 import statistics
@@ -40,8 +41,8 @@ def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) 
 
 
 def _run(job: tuple) -> tuple:
-    key, scenario_, cluster, gang, seed, policy = job
-    probe = PROBE if gang == "auto" and policy == "probe" else None  # only "auto + probe" probes
+    key, scenario_, cluster, gang, seed, policy, probe_ = job
+    probe = probe_ if gang == "auto" and policy == "probe" else None  # only "auto + probe" probes
     outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe)
     return key, gang if policy == "plan" or gang != "auto" else policy, seed, outcome.makespan, \
         outcome.utilisation(cluster.total)
@@ -68,7 +69,12 @@ def main(argv: list[str] | None = None) -> None:
                              "the planner with a scaling probe before each placement, as the worker runs it; dqn)")
     parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
+    parser.add_argument("--continues", choices=("both", "one", "none"), default="both",
+                        help="auto + probe: which part of the probe the evaluation goes on from when the decision keeps "
+                             "its configuration (both: the one device or the wide gang; one: a probe of one device "
+                             "only, as the real worker does; none: it starts again after the whole probe)")
     args = parser.parse_args(argv)
+    probe = dataclasses.replace(PROBE, continues=args.continues)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
     seeds = 1 if args.quick else args.seeds
     policies = args.policies.split(",")
@@ -78,9 +84,11 @@ def main(argv: list[str] | None = None) -> None:
         cluster_name, strategy, sigma, rho = key
         for seed in range(seeds):
             for gang in SPLITS:
-                jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], gang, seed, "plan"))
+                jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], gang, seed, "plan",
+                             None))
             for policy in policies:
-                jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], "auto", seed, policy))
+                jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], "auto", seed, policy,
+                             probe))
     if "dqn" in policies and (args.dqn_episodes or not WEIGHTS.exists()):
         train(args.dqn_episodes or 60)  # on seeds from 1000 on: the grid's seeds are 0..seeds-1
     with multiprocessing.Pool(args.workers) as pool:
@@ -104,8 +112,13 @@ def main(argv: list[str] | None = None) -> None:
         f"on one device and {PROBE.wide_setup:g} s on a gang, as measured on the CPU "
         f"(`results/allocation-probe-real.md`), plus {PROBE.fraction:.0%} of its duration per gang size, rates off by a lognormal {PROBE.noise:g}; one "
         f"device each for every waiting candidate there are free devices for, and the widest free gang for the "
-        f"first {PROBE.pairs} of each size), its device time counted, as the gang worker runs it; `auto`: "
-        "without probes.")
+        f"first {PROBE.pairs} of each size), its device time counted, as the gang worker runs it; "
+        + {"none": "the evaluation starts again after the whole probe",
+           "one": "the probe's steps are the evaluation's first where it has no wide part: a decision that keeps its "
+                  "one device goes on from there; a probe with a wide part is paid whole (the real worker's rule)",
+           "both": "the probe's steps are the evaluation's first: a decision that keeps the probe's one device, or "
+                   "its wide gang, goes on from there and loses only the other part"}[args.continues]
+        + "; `auto`: without probes.")
     rows, worst = [], {}
     for key in keys:
         cell = {split: (statistics.mean(m for m, _ in v), statistics.mean(u for _, u in v))

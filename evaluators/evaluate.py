@@ -26,7 +26,7 @@ from evaluators.reporting import Report
 from evaluators.failure_text import describe
 from evaluators.held_out import held_out_spec
 from evaluators.result import PRUNED, EvaluationResult
-from evaluators.training import Diverged, Stopped, TimedOut, finite, fit, make_optimizer, step_rate
+from evaluators.training import Declined, Diverged, Stopped, TimedOut, finite, fit, make_optimizer, step_rate
 
 
 class Invalid(ValueError):
@@ -53,7 +53,7 @@ def _parse(genome: Any, space: Any, training: Any, dataset: str, device: str) ->
 def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, ranks: Ranks | None, fault: str | None,
          export_to: str | os.PathLike | None, weights_to: BinaryIO | None, report: dict[str, Any],
          held: dict[str, Any], latency: dict[str, Any] | None, progress: Report | None,
-         report_every: int | None, probe: int | None = None) -> None:
+         report_every: int | None, probe: int | None = None, on_probe: Any = None) -> None:
     """Build, train (:func:`evaluators.training.fit`), validate and measure, filling ``report`` as it goes (so a
     failure keeps what was done); the model and optimizer live in ``held`` so the caller can free them after a
     failure. The gang's leader, like a lone device, then measures latency and writes weights and exports."""
@@ -93,7 +93,7 @@ def _run(genome: Any, space: Any, training: Any, dataset: str, device: str, rank
         report["fitness"] = 0.0
         return
     fit(model, optimizer, data, budget, ranks, report, deadline=deadline, fault=fault, on_point=progress,
-        report_every=report_every)
+        report_every=report_every, on_probe=on_probe)
     report["fitness"] = report["metrics"]["accuracy"]
     if ranks.leader:
         _finish(model, data, resolved, budget, report, genome, space, dataset, latency, weights_to, export_to)
@@ -148,7 +148,7 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
              device: str | Sequence[str], *, fault: str | None = None, export_to: str | os.PathLike | None = None,
              weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
              report: Report | None = None, report_every: int | None = None, probe: int | None = None,
-             **gang: Any) -> EvaluationResult:
+             on_probe: Any = None, **gang: Any) -> EvaluationResult:
     """Train ``genome`` of ``space`` (a config dict or a ``SearchSpace``) on ``dataset`` under the ``training``
     budget (a ``TrainingBudget`` dict) on ``device``, and return its result; never raises.
 
@@ -167,11 +167,13 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     result's status is ``pruned`` (its partial curve, its fitness the last accuracy, its weights as they were).
     ``probe``: instead of the training, a scaling probe of that many timed steps after a warm-up step
     (:func:`evaluators.training.step_rate`): metrics ``probe_rate`` (steps per second) and ``probe_steps``.
+    ``on_probe``: on one device, the scaling probe inside the training (``evaluators.training.fit``): called with
+    the first steps' rate and the training's steps, ``False`` ends the evaluation there (failure ``declined``).
     """
     options = dict(fault=fault, export_to=export_to, weights_to=weights_to, latency=latency, report=report,
                    report_every=report_every, probe=probe)
     if isinstance(device, str):
-        return evaluate_on_ranks(genome, space, training, dataset, device, None, **options)
+        return evaluate_on_ranks(genome, space, training, dataset, device, None, on_probe=on_probe, **options)
     from evaluators.data_parallel import evaluate_on_gang
 
     return evaluate_on_gang(genome, space, training, dataset, list(device), **options, **gang)
@@ -181,7 +183,8 @@ def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | Traini
                       device: str, ranks: Ranks | None, *, fault: str | None = None,
                       export_to: str | os.PathLike | None = None, weights_to: BinaryIO | None = None,
                       latency: dict[str, Any] | None = None, report: Report | None = None,
-                      report_every: int | None = None, probe: int | None = None) -> EvaluationResult:
+                      report_every: int | None = None, probe: int | None = None,
+                      on_probe: Any = None) -> EvaluationResult:
     """:func:`evaluate` on ``device`` as one rank of ``ranks`` (``None``: alone), what every rank of a gang runs
     (``evaluators.gang_rank``); never raises. On a gang, only the leader's result is the gang's."""
     started, progress = time.perf_counter(), report
@@ -191,7 +194,7 @@ def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | Traini
     failure: tuple[str, str] | None = None
     try:
         _run(genome, space, training, dataset, device, ranks, fault, export_to, weights_to, report, held, latency,
-             progress, report_every, probe)
+             progress, report_every, probe, on_probe)
     except Invalid as error:
         failure = ("invalid", str(error))
     except Diverged as error:
@@ -200,6 +203,8 @@ def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | Traini
         failure = ("timeout", str(error))
     except Stopped as error:
         failure = ("stopped", str(error))
+    except Declined as error:
+        failure = ("declined", str(error))
     except (torch.OutOfMemoryError, MemoryError) as error:
         failure = ("oom", f"{type(error).__name__}: {error}".strip())
     except Exception as error:  # a bug or a broken dataset is a result too, never a dead worker

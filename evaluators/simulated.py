@@ -116,10 +116,12 @@ def probe_rates(key: str, config: dict[str, Any], gangs: list[int], epochs: int 
 
 
 def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float | None = None,
-             gang: int = 1, report: Report | None = None) -> EvaluationResult:
+             gang: int = 1, report: Report | None = None, on_probe: Any = None) -> EvaluationResult:
     """A result like ``evaluators.evaluate.evaluate``'s, after sleeping for the drawn duration; on a ``gang`` of
     devices ``T(1) / (gang x efficiency(gang))`` with the config's ``efficiency`` (``nas.allocation.efficiency``).
-    With ``curves: realistic`` it reports its learning curve to ``report`` and stops when told."""
+    With ``curves: realistic`` it reports its learning curve to ``report`` and stops when told. ``on_probe(rate,
+    steps) -> go_on``: the scaling probe inside the evaluation (``evaluators.training.fit``'s), asked at once
+    with :func:`probe_rates`'s one-device rate; ``False`` ends it there (failure ``declined``)."""
     if slowdown is None:
         slowdown = float(os.environ.get("NAS_SIM_SLOWDOWN", "1") or 1)
     faults = config.get("faults", {})
@@ -128,6 +130,11 @@ def simulate(key: str, config: dict[str, Any], epochs: int = 3, slowdown: float 
     started = time.perf_counter()
     if key in faults.get("kill", ()) and os.environ.get("NAS_ALLOW_FAULTS") == "1":
         os.kill(os.getpid(), signal.SIGKILL)
+    if on_probe is not None:
+        answer = probe_rates(key, config, [gang], epochs, slowdown)
+        if not on_probe(answer["rates"][gang], answer["steps"]):
+            return EvaluationResult.failed("declined", "the decision taken at the probe moves the candidate",
+                                           timings={"total": time.perf_counter() - started})
     duration = gang_duration(draw_duration(config, key, slowdown), gang, config.get("efficiency"))
     device = ",".join(["simulated"] * gang)  # a gang records each of its devices
     if config.get("curves") == "realistic" and not any(key in faults.get(f, ()) for f in FAILURES):

@@ -27,8 +27,8 @@ from evaluators.datasets import DatasetSplit
 from evaluators.ranks import Ranks
 from evaluators.reporting import Report, report_points, safe
 
-__all__ = ["Diverged", "Stopped", "TimedOut", "TrainingBudget", "autocast", "batches", "fit", "make_optimizer",
-           "step_rate", "train_one_epoch", "validate"]
+__all__ = ["Declined", "Diverged", "Stopped", "TimedOut", "TrainingBudget", "autocast", "batches", "fit",
+           "make_optimizer", "step_rate", "train_one_epoch", "validate"]
 
 #: The loss is checked for NaN/inf every this many steps (each check waits for the GPU).
 CHECK_EVERY = 16
@@ -48,6 +48,11 @@ class TimedOut(RuntimeError):
 
 class Stopped(RuntimeError):
     """Stopped from outside by a gang's stop flag (its search stopped)."""
+
+
+class Declined(RuntimeError):
+    """The decision taken at the scaling probe inside the training (``fit(on_probe=...)``) moves the candidate to
+    another configuration: this one ends there, its caller starts the evaluation where the decision says."""
 
 
 def make_optimizer(model: nn.Module, budget: TrainingBudget) -> torch.optim.Optimizer:
@@ -184,7 +189,8 @@ def validate(model: nn.Module, x: Any, y: torch.Tensor, budget: TrainingBudget,
 
 def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, budget: TrainingBudget,
         ranks: Ranks, report: dict[str, Any], *, deadline: float | None = None, fault: str | None = None,
-        on_point: Report | None = None, report_every: int | None = None) -> None:
+        on_point: Report | None = None, report_every: int | None = None,
+        on_probe: Callable[[float | None, float], bool] | None = None, probe_steps: int = 5) -> None:
     """Train ``model`` (built and on its device) for the budget's epochs on ``ranks``, validating after each
     epoch, and fill ``report`` as it goes (``curve``, ``metrics``, ``timings`` ``train`` and ``validate``), so a
     failure keeps what was done.
@@ -196,6 +202,12 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
     ``compute`` to the timings. On a gang, every rank validates at the same points and the
     leader's answer stops them all at the same step; ``on_point`` must then be given on every rank (only the
     leader's is asked).
+
+    ``on_probe(rate, steps) -> go_on``: the scaling probe inside the training (``webapp.worker.device_claims``):
+    the first epoch's steps after one warm-up step are timed, ``probe_steps`` of them, and the leader is told their
+    rate (global steps per second; ``None`` where the epoch is too short to time) and the steps of the whole
+    training; ``False`` raises :class:`Declined` on every rank (the decision moves the candidate), ``True`` goes on
+    training from there: the probe's steps are the training's first, nothing is started again.
     """
     wrapped = ranks.wrap(model)
     count = len(data.train_x)
@@ -225,10 +237,18 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
         report["metrics"].update(accuracy=accuracy, val_loss=finite(val_loss), epochs=trained / steps)
         return point(trained, {"val_accuracy": accuracy, "val_loss": val_loss})
 
+    timed = _ProbeTimer(on_probe if ranks.leader else (lambda rate, total: True), ranks, steps, probe_steps,
+                        budget.epochs * steps) if on_probe is not None else None
+
+    def after_step(done: int) -> bool:
+        if timed is not None and epoch == 1:
+            timed(done)
+        return reported(done) if points else False
+
     for epoch in range(1, budget.epochs + 1):
         mark = time.perf_counter()
         train_loss = train_one_epoch(wrapped, data.train_x, data.train_y, optimizer, budget, generator, deadline,
-                                     fault, after_step=reported if points else None, ranks=ranks,
+                                     fault, after_step=after_step if points or timed else None, ranks=ranks,
                                      augment=data.augment)
         synchronize(ranks.device)
         report["timings"]["train"] += time.perf_counter() - mark
@@ -255,6 +275,34 @@ def fit(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, 
         report["timings"]["communicate"] = communicate = traffic.pop("communicate")
         report["timings"]["compute"] = max(report["timings"]["train"] - communicate, 0.0)
         report["metrics"].update(traffic)
+
+
+class _ProbeTimer:
+    """The scaling probe inside :func:`fit`: after each of the first epoch's steps, times ``probe`` of them after
+    one warm-up step and asks ``on_probe`` (every rank learns the leader's answer)."""
+
+    WARMUP = 1
+
+    def __init__(self, on_probe: Callable[[float | None, float], bool], ranks: Ranks, per_epoch: int, probe: int,
+                 total: float) -> None:
+        self.on_probe, self.ranks, self.total = on_probe, ranks, float(total)
+        self.last = min(self.WARMUP + max(int(probe), 1), per_epoch)
+        self.marks: dict[int, float] = {}
+
+    def __call__(self, done: int) -> None:
+        if self.last <= self.WARMUP:  # an epoch too short to time: decide without a rate, after the first step
+            if done == 1:
+                self._ask(None)
+            return
+        if done in (self.WARMUP, self.last):
+            synchronize(self.ranks.device)
+            self.marks[done] = time.perf_counter()
+        if done == self.last:
+            self._ask((self.last - self.WARMUP) / max(self.marks[self.last] - self.marks[self.WARMUP], 1e-9))
+
+    def _ask(self, rate: float | None) -> None:
+        if self.ranks.any(not self.on_probe(rate, self.total)):
+            raise Declined(f"the decision taken at the probe ({rate or 0:.3g} steps/s) moves the candidate")
 
 
 def step_rate(model: nn.Module, optimizer: torch.optim.Optimizer, data: DatasetSplit, budget: TrainingBudget,

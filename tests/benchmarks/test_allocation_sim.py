@@ -87,3 +87,27 @@ def test_the_probe_costs_its_device_time_and_informs_every_decision():
     assert probed.busy > sum(5.0 * g for g, n in probed.gangs.items() for _ in range(n))
     fixed = simulate_search(spread, 8, 2, probe=Probe())  # a fixed split never probes
     assert fixed.busy == simulate_search(spread, 8, 2).busy
+
+
+def test_a_probe_that_continues_loses_only_the_part_whose_configuration_the_decision_changes():
+    from benchmarks.allocation_sim import Allocation, Probe, _probe_lost
+
+    probe, wide = Probe(), (0, 30.0, 4, "host0")  # the wide part: 30 s on a gang of 4 of host0
+    assert _probe_lost(probe, 5.0, wide, Allocation("host0", 1, "", "plan")) == 30.0  # one device goes on
+    assert _probe_lost(probe, 5.0, wide, Allocation("host0", 4, "", "plan")) == 5.0  # the gang that probed goes on
+    assert _probe_lost(probe, 5.0, wide, Allocation("host0", 2, "", "plan")) == 35.0  # a new configuration
+    assert _probe_lost(probe, 5.0, wide, Allocation("host1", 4, "", "plan")) == 35.0  # another host's gang
+    assert _probe_lost(Probe(continues="one"), 5.0, wide, Allocation("host0", 4, "", "plan")) == 35.0
+    assert _probe_lost(Probe(continues="one"), 5.0, wide, Allocation("host0", 1, "", "plan")) == 35.0
+    alone = (0, 0.0, 1, None)  # no wide part: the one-device probe is the evaluation's start
+    assert _probe_lost(Probe(continues="one"), 5.0, alone, Allocation("host0", 1, "", "plan")) == 0.0
+    assert _probe_lost(Probe(continues="one"), 5.0, alone, Allocation("host0", 2, "", "plan")) == 5.0
+    assert _probe_lost(Probe(continues="none"), 5.0, wide, Allocation("host0", 1, "", "plan")) == 35.0
+    with pytest.raises(ValueError, match="continues"):
+        _probe_lost(Probe(continues="yes"), 5.0, wide, Allocation("host0", 1, "", "plan"))
+    spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.95)
+    again = simulate_search(spread, 8, "auto", probe=Probe(continues="none"))
+    going_on = simulate_search(spread, 8, "auto", probe=Probe())
+    assert going_on.evaluations == again.evaluations and going_on.busy < again.busy
+

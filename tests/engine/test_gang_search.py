@@ -51,7 +51,12 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
     gang_worker(stack, "auto", "cpu,cpu", "gang-a", wait=False)
     gang_worker(stack, "auto", "cpu,cpu", "gang-b", wait=False)
     stack.control()
-    search = finished(launched("gangs two hosts", gang_config("auto")).pk, timeout=180)
+    config = gang_config("auto")
+    # lengths spread widely: past the efficiency probes, each candidate's probe is its evaluation's first steps;
+    # candidates that scale badly, more of them than devices: most decisions keep the probe's device and train on
+    config["evaluation"].update(distribution="lognormal", sigma=1.0, duration=2.0, efficiency=0.6)
+    config["strategy"]["params"]["population"] = 10
+    search = finished(launched("gangs two hosts", config).pk, timeout=240)
     assert search.status == Search.Status.FINISHED, search.status_reason
     individuals = {i.pk: i for i in Individual.objects.filter(search=search)}
     assert individuals and all(i.status == Individual.Status.DONE for i in individuals.values())
@@ -67,7 +72,8 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
                        decision["free"], search=decision["search"])
         assert again == Allocation(**decision["choice"])  # the policy, replayed on the published (probed) state
         taken[decision["individual"]] = decision
-    config = gang_config("auto")["evaluation"]
+    config = config["evaluation"]
+    continued = 0
     for pk, individual in individuals.items():
         choice = taken[pk]["choice"]
         assert int(individual.metrics["gang"]) == choice["gang"]
@@ -78,10 +84,14 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
             assert known == pytest.approx(draw_duration(config, individual.key), rel=1e-6)
             assert individual.metrics["allocation_probe"] == f"{known:.1f}"
             assert "its probe" in choice["reason"]
+        if individual.metrics.get("allocation_continued") == "probe":  # it trained on from its probe's steps
+            continued += 1
+            assert choice["gang"] == 1 and known is not None and taken[pk]["free"][choice["host"]] >= 1
     # the first candidates were probed (no efficiency measured yet) and their rates reached the search's model
     assert any(decision["pending"]["known"] is not None for decision in decisions[:4])
     assert allocation_state.load_model(search.pk).rates_measured(2) >= 1
     assert not allocation_state.probed_waiting(search.pk)  # every probed candidate started
+    assert continued >= 1  # a decision that kept the probe's device went on from it
 
 
 def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):

@@ -55,3 +55,30 @@ def test_a_failed_or_inapplicable_probe_is_none(monkeypatch):
 
     monkeypatch.setattr("evaluators.evaluate.evaluate", broken)
     assert rate_probe.measure(trained(), [["cpu"]]) is None
+
+
+def test_a_probe_inside_the_training_goes_on_from_its_steps_or_ends_it_when_declined():
+    asked = []
+
+    def keep(rate, steps):
+        asked.append((rate, steps))
+        return True
+
+    plain = evaluate(GENOME, SPACE, TRAINING, "digits", "cpu")
+    going_on = evaluate(GENOME, SPACE, TRAINING, "digits", "cpu", on_probe=keep)
+    assert going_on.ok and len(asked) == 1 and asked[0][0] > 0 and asked[0][1] == plain.metrics["steps"]
+    # the probe's steps are the training's first: the same training, nothing started again
+    assert going_on.metrics["steps"] == plain.metrics["steps"]
+    assert going_on.fitness == pytest.approx(plain.fitness) and going_on.curve == plain.curve
+    declined = evaluate(GENOME, SPACE, TRAINING, "digits", "cpu", on_probe=lambda rate, steps: False)
+    assert declined.failure == "declined" and declined.curve == []
+
+
+def test_a_simulated_candidate_asks_its_probe_at_once():
+    from evaluators.simulated import simulate
+
+    evaluation = {"mode": "simulated", "duration": 0.05, "distribution": "lognormal", "sigma": 1.0}
+    asked = []
+    result = simulate("abc", evaluation, epochs=2, on_probe=lambda rate, steps: asked.append(steps / rate) or True)
+    assert result.ok and asked == [pytest.approx(draw_duration(evaluation, "abc"))]
+    assert simulate("abc", evaluation, epochs=2, on_probe=lambda rate, steps: False).failure == "declined"

@@ -22,7 +22,7 @@ def shared(monkeypatch):
 
 
 def individual(devices="auto") -> dict:
-    return {"search": 3, "individual": 11, "key": "abc", "training": {"epochs": 2},
+    return {"search": 3, "individual": 11, "number": 5, "key": "abc", "training": {"epochs": 2},
             "evaluation": {"mode": "simulated", "duration": 2.0, "efficiency": 0.9, "devices": devices}}
 
 
@@ -49,3 +49,67 @@ def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shar
     assert device_claims.probe(individual(), (1, 2), book, "h") == (None, True)
     assert len(book.free()) == 2 and shared["rates"] == [] and shared["probed"] == []
     assert device_claims.probe(individual(devices=2), (1, 2), book, "h") == (None, True)  # a fixed split
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """What ``probe_inside`` publishes, kept in memory."""
+    calls = {"runs": [], "removed": [], "forgotten": [], "durations": []}
+    monkeypatch.setattr(device_claims.cluster_state, "publish_run",
+                        lambda host, token, entry: calls["runs"].append((host, token, entry)))
+    monkeypatch.setattr(device_claims.cluster_state, "remove_run", lambda host, token: calls["removed"].append(token))
+    monkeypatch.setattr(device_claims.allocation_state, "forget_probed",
+                        lambda search, number: calls["forgotten"].append(number))
+    monkeypatch.setattr(device_claims.allocation_state, "record_duration",
+                        lambda search, host, gang, seconds: calls["durations"].append(gang))
+    monkeypatch.setattr(device_claims.slots, "set_current", lambda current: None)
+    return calls
+
+
+def simulated(held, on_probe=None):
+    from evaluators.simulated import simulate
+
+    return simulate("abc", individual()["evaluation"], epochs=2, slowdown=0.001, gang=len(held), on_probe=on_probe)
+
+
+def test_a_probe_inside_the_evaluation_trains_on_when_the_decision_keeps_its_device(tmp_path, shared, published,
+                                                                                     monkeypatch):
+    from nas.allocation import Allocation
+
+    book = device_claims.Ledger(["cpu"] * 2, tmp_path)
+    seen = []
+
+    def keep(ind, sizes, book_, host, known, holding=0):
+        seen.append((known, holding, len(book_.free())))
+        return Allocation(host, 1, "gang of 1: it is short", "plan", 10.0, 1)
+
+    monkeypatch.setattr(device_claims, "choose", keep)
+    result = device_claims.probe_inside(individual(), (1, 2), book, "h", simulated)
+    assert result.ok and result.metrics["allocation_continued"] == "probe" and result.metrics["gang"] == "1"
+    assert seen == [(pytest.approx(2.0 * 0.001), 1, 1)]  # decided with its own length, its device counted free
+    assert result.metrics["allocation"] == "gang of 1: it is short"
+    assert published["runs"][0][2]["single"] == pytest.approx(0.002) and published["removed"] and len(book.free()) == 2
+    assert shared["probed"] == [(11, pytest.approx(0.002))] and published["durations"] == [1]
+
+
+def test_a_probe_inside_the_evaluation_hands_over_what_it_measured_when_the_decision_moves_it(
+        tmp_path, shared, published, monkeypatch):
+    from nas.allocation import Allocation
+
+    book = device_claims.Ledger(["cpu"] * 2, tmp_path)
+    monkeypatch.setattr(device_claims, "choose", lambda *args, **kwargs: Allocation("h", 2, "gang of 2", "plan"))
+    known, final = device_claims.probe_inside(individual(), (1, 2), book, "h", simulated)
+    assert final and known == pytest.approx(0.002) and len(book.free()) == 2 and published["runs"] == []
+    # a decision that fails goes on where it was probed; an evaluation that fails first leaves the decision undone
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("redis went away")
+
+    monkeypatch.setattr(device_claims, "choose", broken)
+    result = device_claims.probe_inside(individual(), (1, 2), book, "h", simulated)
+    assert result.ok and result.metrics["allocation_continued"] == "probe" and "failed" in result.metrics["allocation"]
+    failing = lambda held, on_probe=None: device_claims.EvaluationResult.failed("error", "before any step")  # noqa
+    assert device_claims.probe_inside(individual(), (1, 2), book, "h", failing) == (None, True)
+    for index in range(2):
+        (tmp_path / f"device.{index}").write_text("1")  # held by another live process
+    assert device_claims.probe_inside(individual(), (1, 2), book, "h", simulated) == (None, False)

@@ -13,9 +13,12 @@ and the search's throughput model kept in Redis and updated by every evaluation 
 ``nas.allocation.ProbeRule`` asks, the worker runs a scaling probe (``webapp.worker.rate_probe``: a few timed steps
 on one free device and on the widest free gang): its rates go into the model, the candidate's own length into the
 decision (``Pending.known``) and into what the other workers' decisions see of the probed candidates that wait
-(``Pending.probes``), as the simulator does. The choice, its reason and the expected finish of its plan go into the
-result's metrics (``devices``, ``gang``, ``allocation``, ``allocation_finish``; ``allocation_probe``: the probed
-seconds on one device), so the individual records them.
+(``Pending.probes``), as the simulator does. Where the probe has no wide part (the search has its efficiency
+probes), it is the evaluation's own first steps on one free device (:func:`probe_inside`, ``fit(on_probe=...)``):
+the decision is taken there, and one that keeps that device trains on (``allocation_continued``) instead of
+starting again; any other ends it and places the candidate as decided. The choice, its reason and the expected
+finish of its plan go into the result's metrics (``devices``, ``gang``, ``allocation``, ``allocation_finish``;
+``allocation_probe``: the probed seconds on one device), so the individual records them.
 """
 from __future__ import annotations
 
@@ -92,9 +95,10 @@ def ledger() -> Ledger:
 
 
 def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,
-           known: float | None = None) -> Allocation:
+           known: float | None = None, holding: int = 0) -> Allocation:
     """The gang for ``individual`` on this worker: fixed by ``evaluation.devices``, or the allocator's (``known``:
-    its seconds on one device as its scaling probe measured them)."""
+    its seconds on one device as its scaling probe measured them; ``holding``: devices this process already holds
+    for it, counted free)."""
     wanted = individual["evaluation"].get("devices", "auto")
     if wanted != "auto":
         fitting = [size for size in sizes if size <= int(wanted)] or [min(sizes)]
@@ -108,7 +112,7 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
                      "running": records.get(host, {}).get("running", [])}  # this host as its ledger says
     model = allocation_state.load_model(search_id)
     pending = allocation_state.read_pending(search_id, known, individual["individual"])
-    now, free = time.time(), {host: len(book.free())}
+    now, free = time.time(), {host: len(book.free()) + holding}
     state = model.state_dict()  # as it was given: ``decide`` adds the running and probed candidates to the model
     choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
     cluster_state.record_decision(search_id, {
@@ -158,15 +162,21 @@ def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], E
     return run_on_gang(individual, evaluate)
 
 
-def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], EvaluationResult],
+def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationResult],
                 poll: float = 0.2) -> EvaluationResult:
     """Claim the devices the allocation asks for (waiting while others hold them), run ``evaluate(devices)``,
-    release them, and record the choice in the result."""
+    release them, and record the choice in the result. Where the probe has only its one-device part, it is the
+    evaluation's first steps (:func:`probe_inside`): a decision that keeps that device goes on training there."""
     book = ledger()
     sizes = tuple(int(s) for s in os.environ["NAS_GANG_SIZES"].split(","))
     host = os.environ.get("NAS_NODE", "node")
     search_id = individual["search"]
     known, probed = None, False
+    if inside_wanted(individual, sizes, book):
+        outcome = probe_inside(individual, sizes, book, host, evaluate)
+        if isinstance(outcome, EvaluationResult):
+            return outcome
+        known, probed = outcome
     while True:
         if not probed:  # until a device was free to probe on, or the probe is not wanted
             known, probed = probe(individual, sizes, book, host)
@@ -179,24 +189,102 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[[list[str]], Eval
             allocation_state.forget_probed(search_id, individual["individual"])
             return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
         time.sleep(poll)
-    devices = ",".join(book.devices[index] for index in held)
-    token = f"{os.getpid()}-{held[0]}"
-    model = allocation_state.load_model(search_id)
-    cluster_state.publish_run(host, token, running_entry(search_id, gang, time.time(), model, host, known))
-    allocation_state.forget_probed(search_id, individual["individual"])  # its record carries it now
-    slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
-                       "devices": devices, "gang": gang})  # the nodes page shows the gang it holds
+    token = _started(individual, book, host, held, known)
     started = time.perf_counter()
     try:
         result = evaluate([book.devices[index] for index in held])
     finally:
         book.release(held)
         cluster_state.remove_run(host, token)
+    return _recorded(individual, result, book, host, held, choice, known, time.perf_counter() - started)
+
+
+def _started(individual: dict[str, Any], book: Ledger, host: str, held: list[int], known: float | None) -> str:
+    """Publish the evaluation starting on ``held`` (this host's record, the nodes page); returns its token."""
+    search_id, devices = individual["search"], ",".join(book.devices[index] for index in held)
+    token = f"{os.getpid()}-{held[0]}"
+    model = allocation_state.load_model(search_id)
+    cluster_state.publish_run(host, token, running_entry(search_id, len(held), time.time(), model, host, known))
+    allocation_state.forget_probed(search_id, individual["individual"])  # its record carries it now
+    slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
+                       "devices": devices, "gang": len(held)})  # the nodes page shows the gang it holds
+    return token
+
+
+def _recorded(individual: dict[str, Any], result: EvaluationResult, book: Ledger, host: str, held: list[int],
+              choice: Allocation, known: float | None, seconds: float, continued: bool = False) -> EvaluationResult:
+    """``result`` with the allocation in its metrics, its duration in the search's model."""
+    gang = len(held)
     if result.ok:
-        allocation_state.record_duration(search_id, host, gang, time.perf_counter() - started)
-    metrics = {**result.metrics, "devices": devices, "gang": str(gang), "allocation": choice.reason[:300]}
+        allocation_state.record_duration(individual["search"], host, gang, seconds)
+    metrics = {**result.metrics, "devices": ",".join(book.devices[index] for index in held), "gang": str(gang),
+               "allocation": choice.reason[:300]}
     if choice.finish is not None:
         metrics["allocation_finish"] = f"{choice.finish:.0f}"
     if known is not None:
         metrics["allocation_probe"] = f"{known:.1f}"
+    if continued:
+        metrics["allocation_continued"] = "probe"  # trained on from its probe's steps, not started again
     return result.with_fields(metrics=metrics)
+
+
+def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger) -> bool:
+    """Whether ``individual``'s probe is the first steps of its evaluation on one device: ``auto``, a trained or
+    simulated evaluation, and ``ProbeRule`` asking for a probe without a wide part."""
+    evaluation = individual["evaluation"]
+    if evaluation.get("devices", "auto") != "auto" or evaluation.get("mode") not in (None, "train", "simulated"):
+        return False
+    rule, model = ProbeRule(), allocation_state.load_model(individual["search"])
+    return rule.wanted(model, sizes) and rule.wide_gang(model, sizes, len(book.free())) == 1
+
+
+def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,
+                 evaluate: Callable[..., EvaluationResult]) -> EvaluationResult | tuple[float | None, bool]:
+    """The evaluation on one free device, whose first steps are the probe (``evaluate(devices, on_probe)``): at
+    the probe's point the allocator decides with the candidate's measured length; a gang of 1 here goes on
+    training (the result, ``allocation_continued``), any other choice ends it there (``declined``) and returns what
+    the probe measured, ``(seconds on one device or None, True)``, for the caller to place it as decided. No free
+    device: ``(None, False)``. A failure before the decision is the probe's, never the candidate's: ``(None,
+    True)``, and the caller decides without it."""
+    search_id, number = individual["search"], individual["individual"]
+    held = book.claim(1)
+    if held is None:
+        return None, False
+    state: dict[str, Any] = {"choice": None, "known": None, "token": None}
+
+    def on_probe(rate: float | None, steps: float) -> bool:
+        try:
+            known = float(steps) / float(rate) if rate else None
+            if known is not None:
+                allocation_state.record_rates(search_id, host, {1: float(rate)})
+                allocation_state.record_probed(search_id, number, known)
+            state["known"] = known
+            choice = choose(individual, sizes, book, host, known, holding=1)
+        except Exception as error:  # the decision failed: the candidate goes on where it is, never fails for it
+            log.warning("individual %s: decision at its probe failed: %s", number, error)
+            choice = Allocation(host, 1, f"gang of 1: the decision at its probe failed ({error}); it trains on where "
+                                "it was probed", "plan")
+        state["choice"] = choice
+        if choice.host != host or choice.gang != 1:
+            return False
+        state["token"] = _started(individual, book, host, held, state["known"])
+        return True
+
+    started = time.perf_counter()
+    try:
+        result = evaluate([book.devices[held[0]]], on_probe)
+    finally:
+        book.release(held)
+        if state["token"] is not None:
+            cluster_state.remove_run(host, state["token"])
+    if state["token"] is not None:
+        log.info("individual %s: trained on from its probe (~%s s on one device)", number, state["known"])
+        return _recorded(individual, result, book, host, held, state["choice"], state["known"],
+                         time.perf_counter() - started, continued=True)
+    if state["choice"] is None:
+        log.warning("individual %s: its evaluation ended before its probe's decision (%s %s); decided without it",
+                    number, result.failure, result.message)
+    else:
+        log.info("individual %s: its probe (~%s s on one device) leads to a gang of %s: placed as decided", number,
+                 state["known"], state["choice"].gang)
+    return state["known"], True

@@ -3,7 +3,9 @@ says when, and on which gang): a few timed training steps on one device and, whe
 gang, by the one training loop (``evaluate(..., probe=STEPS)``, ``evaluators.training.step_rate``). A simulated
 evaluation answers from the duration model it sleeps by (``evaluators.simulated.probe_rates``), at once.
 
-A probe only informs the decision: one that fails, times out or does not apply (a one-shot search's supernet or
+This separate probe runs where the rule asks for a wide part; a one-device probe is the evaluation's own first
+steps instead (``webapp.worker.device_claims.probe_inside``), which go on training when the decision keeps that
+device. A probe only informs the decision: one that fails, times out or does not apply (a one-shot search's supernet or
 paths) gives ``None`` and the worker decides without it; it never fails the candidate.
 """
 from __future__ import annotations

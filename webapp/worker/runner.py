@@ -48,17 +48,20 @@ def run_evaluator(individual: dict[str, Any], report: Report | None = None) -> E
         except DataSetUnreadable as error:
             return EvaluationResult.failed(data_fetch.FAILURE, str(error))
 
-    def run(held: list[str]) -> EvaluationResult:
+    def run(held: list[str], on_probe: Any = None) -> EvaluationResult:
+        # ``on_probe``: a gang worker's scaling probe inside the evaluation (``device_claims.probe_inside``)
         if evaluation.get("mode") == "simulated":
             from evaluators.simulated import simulate
 
             return simulate(individual["key"], evaluation, epochs=individual["training"].get("epochs", 3),
-                            gang=len(held), report=report)
+                            gang=len(held), report=report, on_probe=on_probe)
         if evaluation.get("mode") == "supernet":  # a one-shot search's supernet, or one of its paths
             return oneshot.train_supernet(individual, held, report)
         if evaluation.get("mode") == "path":
             return oneshot.score_path(individual, held)
         gang = {"compression": evaluation["compression"]} if evaluation.get("compression") else {}  # a gang's
+        if on_probe is not None:
+            gang["on_probe"] = on_probe
         result = artifacts.evaluate_and_keep(_trained, individual, held, report=report,
                                              report_every=evaluation.get("report_every"), **gang)
         if evaluation.get("supernet_digest") and result.ok:  # a one-shot search's ranking check
