@@ -8,6 +8,7 @@ import io
 import os
 import zipfile
 import signal
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -21,10 +22,17 @@ from webapp.searches.models import Individual, Search
 pytestmark = pytest.mark.integration
 
 
+#: Where this test run's gangs keep their folders (``evaluators.data_parallel``: a ``tempfile.mkdtemp`` named on
+#: each rank's command line). Only ranks under it are this run's: CI runs another test stage at once, with a
+#: temporary folder of its own, whose gang ranks must be neither counted nor killed here.
+GANG_FOLDERS = os.path.join(tempfile.gettempdir(), "nas-gang-")
+
+
 def ranks() -> list[psutil.Process]:
     found = []
     for process in psutil.process_iter(["cmdline"]):
-        if "evaluators.gang_rank" in " ".join(process.info["cmdline"] or []):
+        command = " ".join(process.info["cmdline"] or [])
+        if "evaluators.gang_rank" in command and GANG_FOLDERS in command:
             found.append(process)
     return found
 
@@ -37,8 +45,8 @@ def start_gang_of_two(stack) -> None:
 
 def training_rank_one() -> psutil.Process | None:
     """A live rank 1 of a gang that has started training: its folder's marker, and the process naming that folder
-    (a folder left in /tmp by an earlier run has a marker but no process)."""
-    for marker in glob.glob("/tmp/nas-gang-*/training.1"):
+    (a folder left by an earlier run has a marker but no process)."""
+    for marker in glob.glob(f"{GANG_FOLDERS}*/training.1"):
         folder = Path(marker).parent.as_posix()
         for process in ranks():
             try:
