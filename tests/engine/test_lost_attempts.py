@@ -103,3 +103,59 @@ def test_a_loop_queues_again_and_announces_an_attempt_its_slot_outlived(engine, 
     assert lost.status == Individual.Status.DONE and lost.attempts == 2
     assert list(Attempt.objects.filter(individual=lost).values_list("number", "outcome")) == [(1, "lost"), (2, "ok")]
     assert [e.data["number"] for e in Event.objects.filter(search=search, type="individual.lost")] == [lost.number]
+
+
+@pytest.mark.integration
+def test_an_evaluation_that_ends_while_the_loop_reads_its_beat_is_recorded_not_lost(engine, monkeypatch):
+    """The race behind a stop that once left a finished evaluation ``queued``: the loop finds no heartbeat for an
+    evaluation that started long ago, just as its worker ends it. The worker pushes its result before it clears
+    the beat, and the loop records what waits before it calls a silent worker dead: every individual ends done
+    at its first attempt, none is recorded lost or sent again."""
+    from tests.engine.conftest import assert_each_recorded_once
+    from webapp.control import lease
+    from webapp.control.loop import SearchLoop
+    from webapp.messaging import signing, transport
+    from webapp.searches.models import Search
+    from webapp.worker import runner, slots
+
+    monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
+    search = lifecycle.launch(lifecycle.create_search(owner(), "ends as looked at", CONFIG))
+    waiting: list[tuple[dict, str, int]] = []
+    sent: list[int] = []
+
+    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+        parsed = signing.parse(packet, signature)
+        share = parsed.nbytes() // max(parsed.ind_len, 1)
+        me = slots.identity()
+        for individual in parsed.ind_set:  # started a minute ago, no beat now: its worker looks dead
+            sent.append(individual["number"])
+            origin = messages.Origin(search=search.pk, individual=individual["individual"],
+                                     number=individual["number"], task_id=task_id, node=me.node,
+                                     device=me.device, slot=me.name)
+            transport.push(search.pk, messages.to_dict(messages.Started(origin, attempt=1, time=time.time() - 60)))
+            waiting.append((individual, task_id, share))
+
+    cleared_after_push: list[bool] = []
+    real_clear, real_heartbeats = transport.clear_beat, transport.heartbeats
+
+    def clear_beat(search_id: int, individual_id: int) -> None:
+        cleared_after_push.append(transport.is_done(search_id, individual_id))
+        real_clear(search_id, individual_id)
+
+    def heartbeats(search_id: int, individual_ids: list[int]):
+        beats = real_heartbeats(search_id, individual_ids)
+        while waiting:  # ... and each ends right after the loop read its (missing) beat
+            runner.evaluate_individual(*waiting.pop())
+        return beats
+
+    monkeypatch.setattr(transport, "clear_beat", clear_beat)
+    monkeypatch.setattr(transport, "heartbeats", heartbeats)
+    owner_id = lease.new_owner()
+    assert lease.take(search.pk, owner_id)
+    assert SearchLoop(search.pk, owner_id, send=send).run() == Search.Status.FINISHED
+    search.refresh_from_db()
+    assert_each_recorded_once(search, 4)
+    assert sorted(sent) == [0, 1, 2, 3]  # nothing sent again
+    assert not Attempt.objects.filter(individual__search=search, outcome="lost").exists()
+    assert set(Individual.objects.filter(search=search).values_list("attempts", flat=True)) == {1}
+    assert cleared_after_push and all(cleared_after_push)

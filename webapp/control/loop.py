@@ -224,17 +224,28 @@ class SearchLoop(LoopShell):
         # wait that no result can end (issue 36).
         under_way = self._in_flight().filter(status=Individual.Status.RUNNING).exists()
         self.collect(wait=settings.NAS_LOOP_WAIT if under_way else 0)
-        running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
-        beats = transport.heartbeats(self.search_id, [i.pk for i in running])
-        wall = timezone.now()
-        lost = [i for i in running if beats.get(i.pk) is None
-                and (wall - i.started).total_seconds() > settings.NAS_HEARTBEAT_TTL]
+        running, lost = self._silent()
         if lost:  # their worker died: queued again, sent again after a resume
             with recording.fenced(self.search_id, self.owner):
                 recording.requeue(lost)
         return len(lost) == len(running)
 
     # --- lost work ---------------------------------------------------------------------------------------------
+
+    def _silent(self) -> tuple[list[Individual], list[Individual]]:
+        """The individuals running, and those of them whose worker fell silent: no heartbeat, started longer
+        than ``NAS_HEARTBEAT_TTL`` ago. A worker pushes what happened before it clears the beat, so whatever
+        waits is recorded between the look at the beats and the verdict: an evaluation that has just ended is
+        never taken for a dead worker."""
+        running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
+        beats = transport.heartbeats(self.search_id, [i.pk for i in running])
+        wall, ttl = timezone.now(), settings.NAS_HEARTBEAT_TTL
+        silent = {i.pk for i in running if beats.get(i.pk) is None and (wall - i.started).total_seconds() > ttl}
+        if not silent:
+            return running, []
+        self.collect(wait=0)
+        running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
+        return running, [i for i in running if i.pk in silent and (wall - i.started).total_seconds() > ttl]
 
     def check_stale(self) -> None:
         """Re-send evaluations whose worker died (heartbeat expired), or that no free slot ever started;
@@ -245,9 +256,7 @@ class SearchLoop(LoopShell):
         self._checked_stale = now
         wall = timezone.now()
         ttl, grace = settings.NAS_HEARTBEAT_TTL, settings.NAS_QUEUE_GRACE
-        running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
-        beats = transport.heartbeats(self.search_id, [i.pk for i in running])
-        stale = [i for i in running if beats.get(i.pk) is None and (wall - i.started).total_seconds() > ttl]
+        _, stale = self._silent()
         idle = any(slot.get("current") is None for slot in placement.readable_slots(self.search_id, self.live_slots()))
         queued = self._in_flight().filter(status=Individual.Status.QUEUED, dispatched__isnull=False)
         lost = [i for i in queued if idle and (wall - i.dispatched).total_seconds() > grace]

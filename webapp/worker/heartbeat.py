@@ -63,11 +63,13 @@ class Heartbeat:
 def evaluation_beat(search_id: int, individual_id: int, info: dict[str, Any],
                     also: Callable[[], Any] | None = None) -> Heartbeat:
     """The heartbeat of an individual's evaluation (``with evaluation_beat(...): evaluate``); ``also`` runs
-    after each beat (the runner's look at its node's state)."""
+    after each beat (the runner's look at its node's state). Its key is left to expire: the runner clears it
+    (``transport.clear_beat``) only after it has pushed what happened, so a loop that finds no beat finds the
+    message already waiting."""
 
     def beat() -> None:
         transport.beat(search_id, individual_id, info)
         if also is not None:
             also()
 
-    return Heartbeat("evaluation-heartbeat", beat, lambda: transport.clear_beat(search_id, individual_id))
+    return Heartbeat("evaluation-heartbeat", beat)

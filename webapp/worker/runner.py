@@ -107,36 +107,50 @@ def evaluate_individual(individual: dict[str, Any], task_id: str, packet_bytes: 
     attempt = transport.count_start(search_id, individual_id)
     started = time.time()
     if attempt > data_reach.allowed_attempts(search_id):
-        result = EvaluationResult.failed(
-            "worker_lost", f"the worker died during each of {settings.NAS_MAX_ATTEMPTS} attempts")
-    else:
-        _push(messages.Started(origin, attempt=attempt, time=started))
-        slots.set_current({"search": search_id, "individual": individual_id, "number": individual["number"]})
-        beat = {**dataclasses.asdict(origin), "attempt": attempt, "started": started, "pid": me.as_dict()["pid"]}
-        try:
-            with hand_back.interruptible(), evaluation_beat(search_id, individual_id, beat,
-                                                            also=hand_back.pause_watch(me.node)):
-                result = run_evaluator(individual, reporter(origin, attempt))
-        except hand_back.HandedBack as handed:
-            why = hand_back.reason(handed, me.node)
-            log.warning("individual %s of search %s handed back: %s", individual_id, search_id, why)
-            transport.uncount_start(search_id, individual_id)
-            _push(messages.Skipped(origin, reason=why))
-            return "skipped"
-        except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
-            log.exception("evaluation of individual %s raised", individual_id)
-            result = EvaluationResult.failed("error", describe(error))
-        finally:
-            slots.set_current(None)
-        if result.failure == data_reach.FAILURE:  # this node can neither read nor fetch the data set
-            log.warning("individual %s of search %s handed back: %s", individual_id, search_id, result.message)
-            data_reach.mark(search_id, me.node, result.message)
-            _push(messages.Skipped(origin, reason=result.message[:500], failure=data_reach.FAILURE, attempt=attempt))
-            return "skipped"
+        return _finish(origin, attempt, started, packet_bytes, EvaluationResult.failed(
+            "worker_lost", f"the worker died during each of {settings.NAS_MAX_ATTEMPTS} attempts"))
+    try:
+        return _attempt(individual, origin, attempt, started, packet_bytes)
+    finally:  # only after what the attempt pushed: a loop that finds no beat finds its message waiting
+        transport.clear_beat(search_id, individual_id)
+
+
+def _attempt(individual: dict[str, Any], origin: messages.Origin, attempt: int, started: float,
+             packet_bytes: int) -> str:
+    """Run one counted attempt under its heartbeat and push what happened; ``done`` or ``skipped``."""
+    search_id, individual_id, me = origin.search, origin.individual, slots.identity()
+    _push(messages.Started(origin, attempt=attempt, time=started))
+    slots.set_current({"search": search_id, "individual": individual_id, "number": individual["number"]})
+    beat = {**dataclasses.asdict(origin), "attempt": attempt, "started": started, "pid": me.as_dict()["pid"]}
+    try:
+        with hand_back.interruptible(), evaluation_beat(search_id, individual_id, beat,
+                                                        also=hand_back.pause_watch(me.node)):
+            result = run_evaluator(individual, reporter(origin, attempt))
+    except hand_back.HandedBack as handed:
+        why = hand_back.reason(handed, me.node)
+        log.warning("individual %s of search %s handed back: %s", individual_id, search_id, why)
+        transport.uncount_start(search_id, individual_id)
+        _push(messages.Skipped(origin, reason=why))
+        return "skipped"
+    except Exception as error:  # the evaluator promises not to raise; if it does, it is still a result
+        log.exception("evaluation of individual %s raised", individual_id)
+        result = EvaluationResult.failed("error", describe(error))
+    finally:
+        slots.set_current(None)
+    if result.failure == data_reach.FAILURE:  # this node can neither read nor fetch the data set
+        log.warning("individual %s of search %s handed back: %s", individual_id, search_id, result.message)
+        data_reach.mark(search_id, me.node, result.message)
+        _push(messages.Skipped(origin, reason=result.message[:500], failure=data_reach.FAILURE, attempt=attempt))
+        return "skipped"
+    return _finish(origin, attempt, started, packet_bytes, result)
+
+
+def _finish(origin: messages.Origin, attempt: int, started: float, packet_bytes: int,
+            result: EvaluationResult) -> str:
     finished = time.time()
     _push(messages.Result(origin, attempt=attempt, started=started, finished=finished, duration=finished - started,
                           packet_bytes=packet_bytes, result=result))
-    transport.mark_done(search_id, individual_id)
+    transport.mark_done(origin.search, origin.individual)
     return "done"
 
 
