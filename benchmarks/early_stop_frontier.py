@@ -19,7 +19,11 @@ checks conflict":
 - **the shape-informed pruner** (:class:`ShapeInformed`): ``curve`` told each candidate's shape label (not its
   final) and calibrated on completed curves of that shape only (per-shape conformal bands; with ``fallback``, on
   all look-alikes until its shape has enough completed curves). If even it cannot reach 1.5x with the true best
-  stopped in at most 10% of runs on a mix, prefixes alone do not carry what the checks ask there.
+  stopped in at most 10% of runs on a mix, prefixes alone do not carry what the checks ask there;
+- **the prior-calibrated pruners** (``prior ...``): the same, or plain ``curve`` (``prior t 0.05``), with 200
+  completed curves of the same mix from other seeds as references from the start, as if calibrated on earlier
+  searches of the same kind: no warm-up at all. They tell how much of the gap the warm-up costs, and what is left
+  when both the warm-up and the shape are given away.
 
 The Pareto frontier per mix is over ``curve`` and ``curve-pause`` settings: epochs ratio (higher better) against the
 share of runs with the true best stopped (lower better).
@@ -62,12 +66,17 @@ GRID: list[tuple[str, str, dict[str, Any]]] = [
     ("pause t 0.1", "curve-pause", {"threshold": 0.1}),
     ("pause t 0.1 k 10", "curve-pause", {"threshold": 0.1, "k": 10}),
 ]
-#: The shape-informed reference: (label, threshold, fallback to all look-alikes while its shape has too few).
-#: Without the fallback (per-shape bands only) it needs 19 completed curves of each shape at 0.05: on seeds
-#: 100 (even, saturating) 1.01-1.03x, nothing to prune before the search is nearly over.
-INFORMED: list[tuple[str, float, bool]] = [
-    ("informed t 0.05 fallback", 0.05, True),
-    ("informed t 0.1 fallback", 0.1, True),
+#: The references: (label, threshold, per-shape bands, fallback to all look-alikes while its shape has too few,
+#: prior pools). Without the fallback (per-shape bands only) it needs 19 completed curves of each shape at 0.05: on
+#: seed 100 (even, saturating) 1.01-1.03x, nothing to prune before the search is nearly over. ``prior``: that many
+#: other pools of the same mix (seeds + 1000, + 2000: never the measured ones) are completed references from the
+#: start, as if calibrated on earlier searches of the same curves: no warm-up at all.
+INFORMED: list[tuple[str, float, bool, bool, int]] = [
+    ("informed t 0.05 fallback", 0.05, True, True, 0),
+    ("informed t 0.1 fallback", 0.1, True, True, 0),
+    ("prior t 0.05", 0.05, False, False, 2),
+    ("prior informed t 0.05", 0.05, True, True, 2),
+    ("prior informed t 0.1", 0.1, True, True, 2),
 ]
 UPPER = {"upper": 1.0}
 
@@ -94,15 +103,28 @@ class WarmUpFloor(Pruner):
 
 
 class ShapeInformed(CurvePruner):
-    """``curve`` calibrated per shape label (benchmark only): a candidate's look-alikes are drawn from the completed
-    curves of its own shape (``shapes``: id -> label); with ``fallback``, from all while its shape has fewer than
-    the interval needs."""
+    """``curve`` calibrated per shape label (benchmark only): with ``per_shape``, a candidate's look-alikes are drawn
+    from the completed curves of its own shape (``shapes``: id -> label); with ``fallback``, from all while its
+    shape has fewer than the interval needs. The curves of ``prior`` pools are completed references from the start
+    (ids ``prior-...``), never counted in the value to beat."""
 
     name = "curve-informed"
 
-    def __init__(self, seed: int, max_steps: float, shapes: list[str], fallback: bool, **params: Any) -> None:
+    def __init__(self, seed: int, max_steps: float, shapes: list[str], per_shape: bool, fallback: bool,
+                 prior: list[Pool], **params: Any) -> None:
         super().__init__(seed, "max", max_steps, **params)
-        self.shapes, self.fallback, self._judged = {str(i): s for i, s in enumerate(shapes)}, fallback, ""
+        self.shapes = {str(i): s for i, s in enumerate(shapes)}
+        self.per_shape, self.fallback, self._judged = per_shape, fallback, ""
+        for number, pool in enumerate(prior):
+            for index, values in enumerate(pool.values):
+                key = f"prior-{number}-{index}"
+                self.shapes[key] = pool.shapes[index]
+                for step, value in zip(pool.steps, values):
+                    self.report(key, step, value)
+                self.complete(key, values[-1])
+
+    def _completed(self) -> dict[str, float]:
+        return {k: v for k, v in super()._completed().items() if not k.startswith("prior-")}
 
     def _interval(self, key: str) -> conformal.Interval | None:
         self._judged = self.shapes[key]
@@ -110,6 +132,8 @@ class ShapeInformed(CurvePruner):
 
     def _references(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         prefixes, scores = super()._references(t)
+        if not self.per_shape:
+            return prefixes, scores
         keys = self._padded[1]
         cache = self.__dict__.setdefault("_shape_cache", {})
         signature = (t, len(keys), self._judged)
@@ -163,7 +187,7 @@ def run_mix(mix: str, seeds: range, args: argparse.Namespace) -> tuple[dict[str,
     """Every setting, reference and floor on one mix: their figures, and the floors' ratios by (needed, earliest)."""
     base: list[dict[str, Any]] = []
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in GRID}
-    runs.update({label: [] for label, _, _ in INFORMED})
+    runs.update({label: [] for label, *_ in INFORMED})
     floors = sorted({needed(p) for _, _, p in GRID} | {(needed(p)[0], 1) for _, _, p in GRID})
     floor_runs: dict[tuple[int, int], list[dict[str, Any]]] = {f: [] for f in floors}
     for seed in seeds:
@@ -172,22 +196,21 @@ def run_mix(mix: str, seeds: range, args: argparse.Namespace) -> tuple[dict[str,
         for label, name, params in GRID:
             if args.only in label:
                 runs[label].append(replay(pool, name, {**UPPER, **params}, seed, args.workers))
-        for label, threshold, fallback in INFORMED:
+        for label, threshold, per_shape, fallback, prior in INFORMED:
             if args.only in label:
-                runs[label].append(replay(pool, label, {}, seed, args.workers, make=_informed(pool, threshold, fallback)))
+                earlier = [mixed_pool(seed + 1000 * (n + 1), mix, args.candidates, args.epochs) for n in range(prior)]
+                runs[label].append(replay(pool, label, {}, seed, args.workers, make=(
+                    lambda s, m, t=threshold, p=per_shape, f=fallback, e=earlier:
+                    ShapeInformed(s, m, pool.shapes, p, f, e, threshold=t, **UPPER))))
         best = int(np.argmax(pool.finals))
         for count, earliest in floors:
             floor_runs[(count, earliest)].append(replay(pool, "floor", {}, seed, args.workers, make=(
                 lambda s, m, c=count, e=earliest: WarmUpFloor(s, m, best, c, e))))
     levels = {label: 1 - 2 * {**CurvePruner.DEFAULTS, **p}["threshold"] for label, _, p in GRID}
-    levels.update({label: 1 - 2 * t for label, t, _ in INFORMED})
+    levels.update({label: 1 - 2 * t for label, t, *_ in INFORMED})
     figures = {label: measure(r, base, levels[label]) for label, r in runs.items() if r}
     floor_ratio = {f: statistics.mean(b["epochs"] / r["epochs"] for r, b in zip(rs, base)) for f, rs in floor_runs.items()}
     return figures, floor_ratio
-
-
-def _informed(pool: Pool, threshold: float, fallback: bool) -> Any:
-    return lambda seed, max_steps: ShapeInformed(seed, max_steps, pool.shapes, fallback, threshold=threshold, **UPPER)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -214,13 +237,13 @@ def main(argv: list[str] | None = None) -> None:
     for mix in args.mixes.split(","):
         figures, floors = run_mix(mix, seeds, args)
         every[mix] = figures
-        offered = {a: f for a, f in figures.items() if not a.startswith("informed")}
+        offered = {a: f for a, f in figures.items() if a.startswith(("curve", "pause"))}
         front = frontier(offered)
         report.add(f"## Mix: {mix}\n\nEvery setting (frontier: epochs ratio vs true best stopped, over `curve` and "
                    "`curve-pause`, marked *)\n\n"
                    + table(HEADERS, [row(f"{a} *" if a in front else a, f) for a, f in figures.items()]))
         safe = {family: max((f["ratio"] for a, f in figures.items() if a.startswith(family) and f["safe"]),
-                            default=None) for family in ("curve", "pause", "informed")}
+                            default=None) for family in ("curve", "pause", "informed", "prior")}
         report.add(f"References ({mix}): the best ratio reachable with every check but 1.5x met — "
                    + "; ".join(f"`{family}` {'none' if r is None else f'{r:.2f}x'}" for family, r in safe.items())
                    + ". Warm-up floor (oracle: nothing stopped before N curves completed nor before the earliest "
@@ -233,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         summary.append([label, f"{min(c['ratio'] for c in cells):.2f}x", _percent(max(c["best"] for c in cells)),
                         f"{max(c['gap'] for c in cells):+.2f}",
                         f"{sum(c['all'] for c in cells)} / {sum(c['safe'] for c in cells)} of {len(cells)}"])
-    winners = [label for label in every[next(iter(every))] if not label.startswith("informed")
+    winners = [label for label in every[next(iter(every))] if label.startswith(("curve", "pause"))
                and all(every[m][label]["all"] for m in every)]
     verdict = (f"**SETTINGS MEETING EVERY CHECK ON EVERY MIX: {', '.join(winners)}** (defaults unchanged: the lead "
                "decides)." if winners else "No setting of `curve` or `curve-pause` meets every check on every mix.")

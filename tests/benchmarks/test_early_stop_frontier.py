@@ -22,7 +22,7 @@ def test_the_warm_up_floor_keeps_the_best_and_stops_the_rest_once_enough_complet
 
 def _fed(fallback: bool) -> tuple[frontier.ShapeInformed, list[str]]:
     pool = mixed_pool(3, "even", 40, 10)
-    pruner = frontier.ShapeInformed(0, 10.0, pool.shapes, fallback, threshold=0.1, upper=1.0)
+    pruner = frontier.ShapeInformed(0, 10.0, pool.shapes, True, fallback, [], threshold=0.1, upper=1.0)
     for cid in range(30):
         for epoch in range(10):
             pruner.report(cid, float(epoch + 1), pool.values[cid][epoch])
@@ -42,6 +42,16 @@ def test_the_informed_pruner_calibrates_on_its_own_shape_or_falls_back_while_it_
     pooled, _ = _fed(True)
     pooled.should_stop(35)
     assert len(pooled._references(5.0)[1]) == 30
+
+
+def test_prior_curves_are_references_from_the_start_but_never_the_value_to_beat():
+    pool, earlier = mixed_pool(3, "even", 20, 10), mixed_pool(1003, "even", 30, 10)
+    pruner = frontier.ShapeInformed(0, 10.0, pool.shapes, False, False, [earlier], threshold=0.1, upper=1.0)
+    for epoch in range(5):
+        pruner.report(0, float(epoch + 1), pool.values[0][epoch])
+    pruner.should_stop(0)
+    assert len(pruner._references(5.0)[1]) == 30 and pruner.prediction(0).high < float("inf")
+    assert pruner._completed() == {} and pruner._to_beat("0")[0] is None  # no candidate of this search completed
 
 
 def test_the_checks_judge_coverage_against_the_stated_level_and_the_frontier_drops_the_dominated():
