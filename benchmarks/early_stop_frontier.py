@@ -243,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
                    "`curve-pause`, marked *)\n\n"
                    + table(HEADERS, [row(f"{a} *" if a in front else a, f) for a, f in figures.items()]))
         safe = {family: max((f["ratio"] for a, f in figures.items() if a.startswith(family) and f["safe"]),
-                            default=None) for family in ("curve", "pause", "informed", "prior")}
+                            default=None) for family in ("curve", "pause", "informed", "prior")
+                if any(a.startswith(family) for a in figures)}
         report.add(f"References ({mix}): the best ratio reachable with every check but 1.5x met — "
                    + "; ".join(f"`{family}` {'none' if r is None else f'{r:.2f}x'}" for family, r in safe.items())
                    + ". Warm-up floor (oracle: nothing stopped before N curves completed nor before the earliest "
