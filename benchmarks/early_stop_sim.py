@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from nas.pruners import unoffered_pruner
+from nas.pruners import Pruner, unoffered_pruner
 from nas.pruners.synthetic import SHAPES, ShapedCurve
 
 #: Mixes: the share of each shape (in the order of SHAPES) and the shapes whose candidates are drawn best.
@@ -49,13 +50,17 @@ def mixed_pool(seed: int, mix: str, candidates: int, epochs: int) -> Pool:
     return Pool(steps, values, [c.final for c in curves], list(rng.lognormal(0.0, 0.3, candidates)), shapes)
 
 
-def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: int) -> dict[str, Any]:
+def replay(pool: Pool, name: str, params: dict[str, Any], seed: int, workers: int,
+           make: Callable[[int, float], Pruner] | None = None) -> dict[str, Any]:
     """Evaluate the pool's candidates in order on ``workers`` slots under one pruner. A candidate the pruner
     pauses frees its slot (its epochs so far count once); each time a slot frees, the paused ones are reviewed
     (stopped, resumed, or left paused), a resumed one takes the slot before a new one and goes on from its epoch;
-    once every candidate started, the review resumes the paused ones a slot at a time."""
+    once every candidate started, the review resumes the paused ones a slot at a time. ``make(seed, max_steps)``,
+    when given, builds the pruner instead of ``name`` and ``params`` (the benchmark-only reference pruners of
+    ``benchmarks/early_stop_frontier.py``)."""
     max_steps = pool.steps[-1]
-    pruner = unoffered_pruner(name.split(" ")[0], seed, "max", max_steps, **params)
+    pruner = (make(seed, max_steps) if make is not None
+              else unoffered_pruner(name.split(" ")[0], seed, "max", max_steps, **params))
     events: list[tuple[float, int, int]] = []
     started = 0  # candidates started, in the pool's order
     trained: dict[int, float] = {}
