@@ -155,3 +155,19 @@ def test_oracle_rho_knows_the_efficiency_learns_the_durations_and_never_probes_a
     assert all(model.efficiency("host0", g) == pytest.approx(efficiency(g, 0.8)) for g in (2, 4, 8))
     assert Probe().rule.wide_gang(model, (1, 2, 4, 8), 8) == 1  # nothing to measure: no wide probe
     assert any(p.known is not None for _, p in seen)  # its lengths are probed as auto + probe's are
+
+
+def test_the_split_reads_the_grid_and_names_a_missing_column(tmp_path):
+    from benchmarks.allocation_oracle_split import ratios, read_grid
+
+    head = "| cluster | search | sigma | rho | fixed 1 | fixed 2 | fixed 4 | auto + probe | auto + probe / best fixed |\n"
+    path = tmp_path / "grid.md"
+    path.write_text(head + "| --- |\n| 4 on 1 host | generational | 0.6 | 0.97 | 9,435 (0.85) | 8,000 (0.96) "
+                    "| 8,800 (1.00) | 9,000 (0.99) | 1.125 |\n")
+    grid = read_grid(path)
+    row = grid[("4 on 1 host", "generational", 0.6, 0.97)]
+    assert row == {"fixed 1": 9435.0, "fixed 2": 8000.0, "fixed 4": 8800.0, "auto + probe": 9000.0}
+    assert ratios(row, {"oracle": 8200.0}) == pytest.approx({"auto + probe": 1.125, "oracle": 1.025})
+    path.write_text(head.replace("| auto + probe | auto + probe / best fixed ", "") + "| --- |\n")
+    with pytest.raises(ValueError, match="auto \\+ probe"):
+        read_grid(path)
