@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
+from benchmarks.allocation_oracle import TRUTHS  # noqa: E402
 from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Probe, Scenario, grid_scenario  # noqa: E402
 from benchmarks.allocation_sim import simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
@@ -42,14 +43,16 @@ def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) 
 
 def _run(job: tuple) -> tuple:
     key, scenario_, cluster, gang, seed, policy, probe_ = job
-    probe = probe_ if gang == "auto" and policy == "probe" else None  # only "auto + probe" probes
-    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe)
+    truth = TRUTHS.get(policy) if gang == "auto" else None
+    # "auto + probe" probes, and so does "oracle-rho" (it learns the durations as the worker does)
+    probe = probe_ if gang == "auto" and (policy == "probe" or truth is not None and not truth.durations) else None
+    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe, truth=truth)
     return key, gang if policy == "plan" or gang != "auto" else policy, seed, outcome.makespan, \
         outcome.utilisation(cluster.total)
 
 
 def _policy(name: str):
-    if name in ("plan", "probe"):
+    if name in ("plan", "probe", *TRUTHS):
         return None
     from benchmarks.allocation_dqn import dqn_policy
     return dqn_policy()
@@ -66,7 +69,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="one seed, sigma 0.3 and 1.0, rho 0.6 and 0.97")
     parser.add_argument("--policies", default="plan,probe,dqn",
                         help="auto policies to compare, comma separated (plan: the planner without probes; probe: "
-                             "the planner with a scaling probe before each placement, as the worker runs it; dqn)")
+                             "the planner with a scaling probe before each placement, as the worker runs it; dqn; "
+                             "oracle: the planner told the true efficiency and every candidate's length, no probe; "
+                             "oracle-rho: told the true efficiency only, durations learned as by probe)")
     parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
     parser.add_argument("--continues", choices=("both", "one", "none"), default="both",
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         runs.setdefault(key, {}).setdefault(split, []).append((makespan, utilisation))
     report = Report(args.output, "Gangs and the allocator: fixed splits against auto over clusters, spreads, scaling",
                     command_line(argv, "allocation.py"))
-    names = {"plan": "auto", "probe": "auto + probe", "dqn": "dqn"}
+    names = {"plan": "auto", "probe": "auto + probe", "dqn": "dqn", "oracle": "oracle", "oracle-rho": "oracle-rho"}
     report.add(
         f"Discrete-event simulation (no processes; the figures do not depend on this machine): the real strategies "
         f"(`nas.strategies`, pelee space) and the real decision (`nas.allocation.decide`, from the host records the "
@@ -118,7 +123,13 @@ def main(argv: list[str] | None = None) -> None:
                   "one device goes on from there; a probe with a wide part is paid whole (the real worker's rule)",
            "both": "the probe's steps are the evaluation's first: a decision that keeps the probe's one device, or "
                    "its wide gang, goes on from there and loses only the other part"}[args.continues]
-        + "; `auto`: without probes.")
+        + "; `auto`: without probes."
+        + (" `oracle` (`benchmarks/allocation_oracle.py`): the same planner and decision told the truth: the true "
+           "efficiency per gang size, the durations' true median and spread, every asked candidate's own length "
+           "(`Pending.known`, `Pending.probes`) and every running one's exact time left; no probe, none paid "
+           "(candidates not asked yet are drawn from the true distribution)." if "oracle" in policies else "")
+        + (" `oracle-rho`: told the true efficiency only; durations learned as `auto + probe` learns them (its "
+           "one-device probes, paid alike; no wide probe)." if "oracle-rho" in policies else ""))
     rows, worst = [], {}
     for key in keys:
         cell = {split: (statistics.mean(m for m, _ in v), statistics.mean(u for _, u in v))

@@ -23,6 +23,7 @@ from typing import Any
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
 from nas.allocation import ProbeRule, running_entry
+from benchmarks.allocation_oracle import Truth
 from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
@@ -183,18 +184,22 @@ def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: fl
 
 def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
                     prior_duration: float = 60.0, policy: Policy | None = None,
-                    prior: dict[str, Any] | None = None, probe: Probe | None = None) -> Outcome:
+                    prior: dict[str, Any] | None = None, probe: Probe | None = None,
+                    truth: Truth | None = None) -> Outcome:
     """Run ``scenario`` on ``devices`` (one host of that many, or a :class:`Cluster`) split into fixed gangs of
     ``gang`` or ``"auto"`` (decided by ``policy``, the planner by default); ``prior``: other arguments of the
     search's ``ThroughputModel`` (``prior_spread``, ``prior_efficiency``); ``probe``: a scaling probe before each
-    ``auto`` decision (:class:`Probe`; ``None``: none)."""
+    ``auto`` decision (:class:`Probe`; ``None``: none); ``truth``: what the decision is told instead of learning it
+    (``benchmarks.allocation_oracle.Truth``; ``None``: nothing, as the worker)."""
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
     policy = policy or plan_policy
     space = get_space("pelee")
     strategy = get_strategy(scenario.strategy, space, seed=seed, **scenario.params)
     barrier = isinstance(strategy, GenerationalStrategy)
     sizes = gang_sizes(cluster.devices, gang)
-    model = ThroughputModel(prior_duration=prior_duration, **(prior or {}))
+    model = (truth.model(scenario, prior_duration=prior_duration, **(prior or {})) if truth is not None
+             else ThroughputModel(prior_duration=prior_duration, **(prior or {})))
+    told = truth is not None and truth.durations  # every asked candidate's own length, no probe
     config = {"duration": scenario.duration, "distribution": "lognormal", "sigma": scenario.sigma}
     outcome = Outcome()
     records = {name: {"host": name, "devices": cluster.devices, "sizes": list(sizes), "running": []}
@@ -218,6 +223,10 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             index = outcome.evaluations  # the n-th candidate of a search takes the n-th draw (see below)
             single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
             known, probes = None, ()
+            if told:
+                known = single
+                probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}")
+                               for k in range(index + 1, index + len(waiting)))
             probing = probe is not None and probe.rule.wanted(model, sizes)
             if probing or index in singles:
                 # every free device probes one waiting candidate on its own (their lengths, before any is placed);
@@ -252,8 +261,10 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             # very long candidate in one of them would otherwise decide the comparison)
             seconds = gang_duration(single, choice.gang, scenario.efficiency)
             wide = probed if probed[0] == index else (index, 0.0, 1, None)  # this candidate's wide probe, if any
-            wall = _probe_lost(probe, singles.pop(index)[1], wide, choice) if known is not None else 0.0
+            wall = _probe_lost(probe, singles.pop(index)[1], wide, choice) if index in singles else 0.0
             entry = running_entry(SEARCH, choice.gang, now + wall, model, choice.host, known)
+            if told:
+                entry = truth.exact(entry)
             records[choice.host]["running"].append(entry)
             heapq.heappush(running, (now + wall + seconds, sequence, candidate, choice.gang, choice.host, entry))
             sequence += 1

@@ -111,3 +111,63 @@ def test_a_probe_that_continues_loses_only_the_part_whose_configuration_the_deci
     going_on = simulate_search(spread, 8, "auto", probe=Probe())
     assert going_on.evaluations == again.evaluations and going_on.busy < again.busy
 
+
+
+def test_the_oracle_is_told_every_length_and_the_true_efficiency_and_pays_no_probe():
+    from benchmarks.allocation_oracle import TRUTHS
+    from nas.allocation import efficiency
+
+    seen = []
+
+    def spy(model, records, pending, now, here, free):
+        seen.append((model, pending, [r for record in records for r in record["running"]]))
+        return plan_policy(model, records, pending, now, here, free)
+
+    spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.8)
+    told = simulate_search(spread, 8, "auto", policy=spy, truth=TRUTHS["oracle"])
+    assert told.evaluations == simulate_search(spread, 8, "auto").evaluations
+    model = seen[-1][0]
+    assert model.spread() == 1.0 and model.duration("host0", 1) == pytest.approx(100.0 * 2.718281828 ** 0.5)
+    assert all(model.efficiency("host0", g) == pytest.approx(efficiency(g, 0.8)) for g in (2, 4, 8))
+    assert all(p.known is not None and len(p.probes) == p.waiting - 1 for _, p, _ in seen)
+    # the running ones are published with their own length and no spread: their time left is exact
+    assert all(r["spread"] == 0.0 and "single" in r for _, _, running in seen for r in running)
+    assert told.reasons.get("probe", 0) == 0  # no gang size is tried to measure its efficiency: it is known
+
+
+def test_oracle_rho_knows_the_efficiency_learns_the_durations_and_never_probes_a_wide_gang():
+    from benchmarks.allocation_oracle import TRUTHS
+    from benchmarks.allocation_sim import Probe
+    from nas.allocation import efficiency
+
+    seen = []
+
+    def spy(model, records, pending, now, here, free):
+        seen.append((model, pending))
+        return plan_policy(model, records, pending, now, here, free)
+
+    spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.8)
+    simulate_search(spread, 8, "auto", policy=spy, probe=Probe(continues="one"), truth=TRUTHS["oracle-rho"])
+    model = seen[-1][0]
+    assert model.spread() != 1.0  # learned from the probes and the finished evaluations
+    assert all(model.efficiency("host0", g) == pytest.approx(efficiency(g, 0.8)) for g in (2, 4, 8))
+    assert Probe().rule.wide_gang(model, (1, 2, 4, 8), 8) == 1  # nothing to measure: no wide probe
+    assert any(p.known is not None for _, p in seen)  # its lengths are probed as auto + probe's are
+
+
+def test_the_split_reads_the_grid_and_names_a_missing_column(tmp_path):
+    from benchmarks.allocation_oracle_split import ratios, read_grid
+
+    head = "| cluster | search | sigma | rho | fixed 1 | fixed 2 | fixed 4 | auto + probe | auto + probe / best fixed |\n"
+    path = tmp_path / "grid.md"
+    path.write_text(head + "| --- |\n| 4 on 1 host | generational | 0.6 | 0.97 | 9,435 (0.85) | 8,000 (0.96) "
+                    "| 8,800 (1.00) | 9,000 (0.99) | 1.125 |\n")
+    grid = read_grid(path)
+    row = grid[("4 on 1 host", "generational", 0.6, 0.97)]
+    assert row == {"fixed 1": 9435.0, "fixed 2": 8000.0, "fixed 4": 8800.0, "auto + probe": 9000.0}
+    assert ratios(row, {"oracle": 8200.0}) == pytest.approx({"auto + probe": 1.125, "oracle": 1.025})
+    path.write_text(head.replace("| auto + probe | auto + probe / best fixed ", "") + "| --- |\n")
+    with pytest.raises(ValueError, match="auto \\+ probe"):
+        read_grid(path)
