@@ -64,8 +64,9 @@ def main(argv: list[str] | None = None) -> None:
             rows.append([str(slots), str(run.individuals), f"{run.wall / 60:.1f}", f"{median:.1f}",
                          f"{per_epoch:.2f}", f"{run.summary['speedup']:.2f}"])
             print(f"  {slots} slot(s): {run.status}, {run.wall / 60:.1f} min", flush=True)
+    threads = args.threads or "torch's default number of"
     report.add(f"The form's defaults: regularized, 24 evaluations of 3 epochs on digits (chain space), the best 5 "
-               f"keep their weights and ONNX; {args.threads or "torch's default number of"} thread(s) per slot. Load average (1 min) when "
+               f"keep their weights and ONNX; {threads} thread(s) per slot. Load average (1 min) when "
                f"it started: {load[0]:.2f}.")
     report.add(table(["slots", "evaluations", "wall, min", "s per evaluation (median)", "s per epoch",
                       "speedup (serial / running time)"], rows))
