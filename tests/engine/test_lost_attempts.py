@@ -56,6 +56,33 @@ def test_the_next_start_on_a_slot_marks_its_killed_evaluation_lost_and_never_two
     assert states(search)[0] == "running (attempt 2)"
 
 
+@pytest.mark.django_db
+def test_a_result_records_where_and_when_its_own_attempt_ran_not_a_later_start_elsewhere():
+    """Sent again while its first attempt still ran (a queue that looked stuck under load), an individual starts
+    on a second slot; the first attempt's result comes in first. Its row says where that attempt ran and when it
+    started, never the other node with the second start's time (a drained node once seemed to start it late)."""
+    from webapp.searches import accounting
+
+    search = lifecycle.create_search(owner(), "two starts", CONFIG)
+    search.status, search.stats = "running", accounting.new_stats(time.time())
+    search.save()
+    individual = Individual.objects.create(search=search, number=0, genome={}, key="k0", status="queued")
+    first, second = started(individual, "a/cpu/0"), started(individual, "b/cpu/0", attempt=2)
+    assert recording.mark_started(individual, first)
+    second = messages.Started(second.origin, attempt=2, time=first.time + 30)
+    assert recording.mark_started(individual, second)
+    result = messages.parse({
+        "type": "result", "search": search.pk, "individual": individual.pk, "number": 0, "task_id": "t",
+        "node": "a", "device": "cpu", "slot": "a/cpu/0", "attempt": 1, "started": first.time,
+        "finished": first.time + 40, "duration": 40.0, "packet_bytes": 0,
+        "result": {"status": "ok", "fitness": 0.5, "metrics": {}, "timings": {}, "curve": []}})
+    recording.record_result(search, individual, result, nbytes=0)
+    individual.refresh_from_db()
+    assert (individual.node, individual.slot, individual.status) == ("a", "a/cpu/0", "done")
+    assert individual.started == recording.when(first.time)
+    assert (individual.finished - individual.started).total_seconds() == pytest.approx(40.0)
+
+
 @pytest.mark.integration
 def test_a_loop_queues_again_and_announces_an_attempt_its_slot_outlived(engine, monkeypatch):
     """The loop's side, on a real Redis and database: the first evaluation "dies" after its start (its message

@@ -170,9 +170,11 @@ but the row of its own attempt, when that attempt was given up as lost: ``attemp
     individual.curve = payload.curve or individual.curve or []
     individual.failure = "" if result.ok else (result.failure or "error")
     individual.message = payload.message[:10_000]
+    # Where, when and how long come from the attempt whose result this is, never mixed with a later start of
+    # another attempt (one sent again, still running elsewhere): the row says where it ran, and since when.
     individual.node, individual.device, individual.slot = origin.node, origin.device, origin.slot
     individual.attempts = max(individual.attempts, number)
-    individual.started = individual.started or when(message.started)
+    individual.started = when(message.started) or individual.started
     individual.finished = when(message.finished) or timezone.now()
     individual.duration = message.duration
     individual.packet_bytes = message.packet_bytes
