@@ -220,8 +220,7 @@ class SearchLoop(LoopShell):
         none is left (workers skip its queued ones; a resume sends those again)."""
         self._account()
         self._drained = True
-        # Nothing under way: record what is already waiting and end at once, rather than stay "stopping" for a
-        # wait that no result can end (issue 36).
+        # Nothing under way: record what waits and end at once, not "stopping" for a wait nothing ends (issue 36).
         under_way = self._in_flight().filter(status=Individual.Status.RUNNING).exists()
         self.collect(wait=settings.NAS_LOOP_WAIT if under_way else 0)
         running, lost = self._silent()
@@ -233,18 +232,15 @@ class SearchLoop(LoopShell):
     # --- lost work ---------------------------------------------------------------------------------------------
 
     def _silent(self) -> tuple[list[Individual], list[Individual]]:
-        """The individuals running, and those of them whose worker fell silent: no heartbeat, started longer
-        than ``NAS_HEARTBEAT_TTL`` ago. A worker pushes what happened before it clears the beat, so whatever
-        waits is recorded between the look at the beats and the verdict: an evaluation that has just ended is
-        never taken for a dead worker."""
+        """The running individuals, and those whose worker fell silent (no beat, started over the TTL ago). What
+        waits is recorded before the verdict: a worker pushes its result before it clears its beat."""
         running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
         beats = transport.heartbeats(self.search_id, [i.pk for i in running])
         wall, ttl = timezone.now(), settings.NAS_HEARTBEAT_TTL
         silent = {i.pk for i in running if beats.get(i.pk) is None and (wall - i.started).total_seconds() > ttl}
-        if not silent:
-            return running, []
-        self.collect(wait=0)
-        running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
+        if silent:  # an evaluation that ended just now has its result waiting: recorded, never taken for lost
+            self.collect(wait=0)
+            running = list(self._in_flight().filter(status=Individual.Status.RUNNING))
         return running, [i for i in running if i.pk in silent and (wall - i.started).total_seconds() > ttl]
 
     def check_stale(self) -> None:
@@ -254,8 +250,7 @@ class SearchLoop(LoopShell):
         if now - self._checked_stale < settings.NAS_HEARTBEAT_SECONDS:
             return
         self._checked_stale = now
-        wall = timezone.now()
-        ttl, grace = settings.NAS_HEARTBEAT_TTL, settings.NAS_QUEUE_GRACE
+        wall, ttl, grace = timezone.now(), settings.NAS_HEARTBEAT_TTL, settings.NAS_QUEUE_GRACE
         _, stale = self._silent()
         idle = any(slot.get("current") is None for slot in placement.readable_slots(self.search_id, self.live_slots()))
         queued = self._in_flight().filter(status=Individual.Status.QUEUED, dispatched__isnull=False)
