@@ -54,6 +54,9 @@ from nas.pruners.synthetic import SHAPES  # noqa: E402
 #: (as the defaults), ``threshold`` 0.2 with ``k`` 10 (60% intervals), ``curve-pause`` with ``k`` 3 (best stopped).
 GRID: list[tuple[str, str, dict[str, Any]]] = [
     ("curve defaults", "curve", {}),
+    ("curve fixed k 5", "curve", {"top_share": 0.0}),
+    ("curve 2 reports", "curve", {"confirm_span": 0.0}),
+    ("curve fixed k 5, 2 reports", "curve", {"top_share": 0.0, "confirm_span": 0.0}),
     ("curve k 3", "curve", {"k": 3}),
     ("curve k 10", "curve", {"k": 10}),
     ("curve min_points 3", "curve", {"min_points": 3}),
@@ -61,6 +64,7 @@ GRID: list[tuple[str, str, dict[str, Any]]] = [
     ("curve t 0.1 k 10", "curve", {"threshold": 0.1, "k": 10}),
     ("curve t 0.1 neighbours 10", "curve", {"threshold": 0.1, "neighbours": 10}),
     ("curve t 0.15", "curve", {"threshold": 0.15}),
+    ("curve t 0.0125", "curve", {"threshold": 0.0125}),
     ("pause defaults", "curve-pause", {}),
     ("pause 0.25", "curve-pause", {"pause": 0.25}),
     ("pause t 0.1", "curve-pause", {"threshold": 0.1}),
@@ -125,6 +129,9 @@ class ShapeInformed(CurvePruner):
 
     def _completed(self) -> dict[str, float]:
         return {k: v for k, v in super()._completed().items() if not k.startswith("prior-")}
+
+    def _seen(self) -> set[str]:
+        return {k for k in super()._seen() if not k.startswith("prior-")}
 
     def _interval(self, key: str) -> conformal.Interval | None:
         self._judged = self.shapes[key]

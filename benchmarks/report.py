@@ -37,11 +37,15 @@ def _memory_gib() -> str:
 
 
 def _commit() -> str:
+    """HEAD's short hash, and whether tracked code differed from it (a table made before its code was committed)."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "*.py"], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return f"{head} with uncommitted changes to its code" if changed else head
 
 
 def machine() -> str:

@@ -16,7 +16,8 @@ def test_no_pruner_leaves_the_configuration_as_it_was():
 def test_a_pruner_gets_its_defaults_and_checks_twice_the_same():
     config = check_config({"pruner": {"name": "curve", "k": 3}, "evaluation": {"report_every": 10},
                            "training": {"epochs": 8}})
-    assert config["pruner"] == {"name": "curve", "min_steps": 1.0, "k": 3, "threshold": 0.05, "min_points": 4,
+    assert config["pruner"] == {"name": "curve", "min_steps": 1.0, "k": 3, "top_share": 0.05, "threshold": 0.05,
+                                "confirm_span": 0.05, "min_points": 4,
                                 "neighbours": 20, "audit": 0.0, "upper": None, "known_objectives": None}
     assert config["evaluation"]["report_every"] == 10
     assert check_config(config) == config

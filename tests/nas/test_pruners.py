@@ -140,6 +140,50 @@ def test_curve_stops_only_when_the_upper_bound_is_below_the_value_to_beat():
     assert seen[True] and seen[False]
 
 
+def test_curve_value_to_beat_ranks_by_the_top_share_of_the_candidates_seen_once_that_passes_k():
+    """``top_share`` 0.05: the 5th best up to 119 candidates seen (k 5 ranks lower), the 10th of 200; with
+    ``top_share`` 0 the 5th best always. Completed candidates' settled finals make the bar, so it is read off them."""
+    for share, count, rank in ((0.05, 100, 5), (0.05, 119, 5), (0.05, 200, 10), (0.0, 200, 5), (0.1, 200, 20)):
+        pruner = get_pruner("curve", 0, "max", 20, k=5, top_share=share, upper=1.0)
+        _references(pruner, count, shapes=("exponential",))
+        to_beat, words = pruner._to_beat("somebody")
+        settled = sorted((pruner._settled(k, v) for k, v in pruner._completed().items()), reverse=True)
+        assert to_beat == settled[rank - 1] and words == f"the {rank}th best", (share, count, to_beat, words)
+    state = pruner.state_dict()  # a resumed pruner counts the same candidates
+    assert type(pruner).from_state(state)._to_beat("somebody") == pruner._to_beat("somebody")
+
+
+def test_curve_confirms_a_stop_over_a_share_of_the_budget_not_a_number_of_reports():
+    """``confirm_span`` 0.05: below the bar at 2 reports 1 epoch apart stops at 20 epochs; at 40 epochs (or with
+    reports twice an epoch) the streak must span 2 epochs. A state saved before the rule existed keeps deciding
+    without it (and with a fixed ``k``)."""
+    def first_stop(max_steps, every, **params):
+        pruner = get_pruner("curve", 0, "max", max_steps, min_steps=1, k=1, upper=1.0, **params)
+        _references(pruner, 80, shapes=("exponential",), max_steps=int(max_steps))
+        rng = np.random.default_rng(5)
+        hopeless, step = ShapedCurve.draw(rng, "exponential", max_steps, quality=0.02), 0.0
+        while step < max_steps - every:
+            step += every
+            pruner.report("hopeless", step, hopeless.observe(step, rng))
+            if pruner.should_stop("hopeless").stop:
+                return step, pruner._below["hopeless"]
+        raise AssertionError("never stopped")
+
+    at_20, streak = first_stop(20.0, 1.0)
+    assert streak[1] == 2 and streak[0] - streak[2] == 1.0, streak
+    at_40, streak = first_stop(40.0, 1.0)
+    assert streak[1] == 3 and streak[0] - streak[2] == 2.0, streak
+    halves, streak = first_stop(20.0, 0.5)
+    assert streak[1] == 3 and streak[0] - streak[2] == 1.0, streak
+    old, streak = first_stop(40.0, 1.0, confirm_span=0.0)
+    assert streak[1] == 2 and old == at_40 - 1.0
+    state = get_pruner("curve", 0, "max", 20, upper=1.0).state_dict()
+    for name in ("top_share", "confirm_span"):
+        del state["params"][name]
+    restored = type(get_pruner("curve", 0, "max", 20)).from_state(state)
+    assert restored.top_share == 0.0 and restored.confirm_span == 0.0
+
+
 def test_curve_bounds_and_predictions_stay_below_the_best_possible_value():
     for direction, sign, best in (("max", 1.0, 1.0), ("min", -1.0, 0.0)):  # an accuracy; a loss (1 - accuracy)
         pruner = get_pruner("curve", 0, direction, 20, upper=best)
