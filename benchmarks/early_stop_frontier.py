@@ -64,6 +64,7 @@ GRID: list[tuple[str, str, dict[str, Any]]] = [
     ("curve t 0.1 k 10", "curve", {"threshold": 0.1, "k": 10}),
     ("curve t 0.1 neighbours 10", "curve", {"threshold": 0.1, "neighbours": 10}),
     ("curve t 0.15", "curve", {"threshold": 0.15}),
+    ("curve t 0.025", "curve", {"threshold": 0.025}),
     ("curve t 0.0125", "curve", {"threshold": 0.0125}),
     ("pause defaults", "curve-pause", {}),
     ("pause 0.25", "curve-pause", {"pause": 0.25}),

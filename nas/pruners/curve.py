@@ -7,11 +7,13 @@ cut at the same epoch, looks like this one; what it guarantees is said there).
 When it stops. Once a candidate has trained ``min_steps`` epochs and has ``min_points`` reports, its interval at
 level ``1 - 2 threshold`` (90% at the default 0.05) is made from its ``neighbours`` look-alikes (at least as many
 as bound the interval: 19 at 0.05), and it is stopped when the interval's upper bound is below the value to beat
-at :data:`CONFIRM` (2) reports in a row: ``P(final > upper bound) <= threshold`` at each, so ``threshold`` keeps its
+at :data:`CONFIRM` (2) reports in a row or more, spanning at least ``confirm_span`` of the budget (so that
+reporting more often does not stop more): ``P(final > upper bound) <= threshold`` at each, so ``threshold`` keeps its
 meaning, a bound on the probability of stopping one that would have beaten the bar (on average over the
 candidates, under the look-alikes' exchangeability; the second report only makes a stop rarer). Until enough
 comparable curves completed, the upper bound is infinite and nothing is stopped; at the budget's last report there
-is nothing left to save, so nothing is stopped either. The value to beat is the ``k``-th best among the completed
+is nothing left to save, so nothing is stopped either. The value to beat is the ``k``-th best (or, once that ranks
+lower, the best ``top_share`` of the candidates seen: :meth:`CurvePruner._rank`) among the completed
 candidates' settled finals (the mean of their last :data:`SETTLE_POINTS` reports: the ``k``-th best of noisy
 finals is biased upwards) and the running candidates' lower bounds as stated at their latest report (each above
 their final with probability at most ``threshold``; kept in the state, so a resumed search uses the same, and not
