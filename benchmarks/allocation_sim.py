@@ -143,11 +143,13 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     is offered to the hosts with free devices, the most first, and one told to wait is offered to the next such
     host. ``"worker"`` (the real gang worker, ``webapp.worker.device_claims.run_on_gang``): each host's worker has
     one pool process per smallest gang (``devices // min(sizes)``, as ``evalworker --gang`` starts it), each holds
-    one candidate at a time, running or waiting; a process with none pulls the next candidate (the one whose host
-    has the most free devices first, even none: it pulls without looking), decides for its own host, and, told to
-    wait, keeps the candidate (holding no device) and decides again for that host whenever anything changes (the
-    real one every 0.2 s), while the other processes pull the next candidates. The n-th candidate pulled takes the
-    n-th draw in both modes."""
+    one candidate at a time, running or waiting; a worker with a process holding none pulls the next candidate
+    whatever its free devices (even none), the one that has waited longest first (Celery's workers block on the
+    queue's Redis list, ``BRPOP``, which serves the longest-blocked first; a worker asks again, at the back, as soon
+    as it has a free process), decides for its own host, and, told to wait, keeps the candidate (holding no
+    device) and decides again for that host whenever anything changes (the real one every 0.2 s), while its other
+    processes and the other workers pull the next candidates. The n-th candidate pulled takes the n-th draw in both
+    modes."""
     if pull not in PULLS:
         raise ValueError(f"`pull` must be one of {', '.join(PULLS)} (got {pull!r})")
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
@@ -167,6 +169,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     slots = cluster.devices // min(sizes)  # pull="worker": a host's pool processes, one candidate each
     hosted: collections.Counter = collections.Counter()  # pull="worker": candidates a host's processes hold
     held: list[tuple[str, Any, int, float]] = []  # pull="worker": (host, candidate, draw, pulled at) told to wait
+    line = collections.deque(records)  # pull="worker": the workers with a free process, waiting for a message
     now, asked, pulled, sequence = 0.0, 0, 0, 0
     waiting: collections.deque = collections.deque()
     wides: dict[int, tuple] = {}  # draw index -> its wide probe: (draw index, its wall seconds, its gang, host)
@@ -257,11 +260,13 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                 if choice.host is not None:
                     held.remove(item)
                     start(candidate, index, choice, known, host, pulled_at)
-            while waiting and (idle := [n for n in records if hosted[n] < slots]):
-                here = min(idle, key=lambda n: (-free[n], n))
+            while waiting and line:
+                here = line.popleft()  # the worker that has waited longest for a message gets the next one
                 candidate, index = waiting.popleft(), pulled
                 pulled += 1
                 hosted[here] += 1
+                if hosted[here] < slots:  # a process still free: it asks again, behind the others
+                    line.append(here)
                 others = [i for _, _, i, _ in held] + list(range(pulled, pulled + len(waiting)))
                 choice, known = decision(index, others, here)
                 if choice.host is None:
@@ -289,6 +294,8 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         if candidate is None:  # a probe's devices
             continue
         hosted[host] -= 1
+        if host not in line:  # its worker had none free: it asks again, behind those that wait
+            line.append(host)
         records[host]["running"].remove(entry)
         model.observe(host, g, end - entry["started"])
         strategy.tell(candidate.id, Result(fitness=_fitness(candidate.key)))
