@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
 from benchmarks.allocation_oracle import TRUTHS  # noqa: E402
 from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Probe, Scenario, grid_scenario  # noqa: E402
-from benchmarks.allocation_sim import simulate_search  # noqa: E402
+from benchmarks.allocation_sim import PULLS, simulate_search  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
 SPLITS = (1, 2, 4)
@@ -42,11 +42,12 @@ def scenario(strategy: str, sigma: float, rho: float, args: argparse.Namespace) 
 
 
 def _run(job: tuple) -> tuple:
-    key, scenario_, cluster, gang, seed, policy, probe_ = job
+    key, scenario_, cluster, gang, seed, policy, probe_, pull = job
     truth = TRUTHS.get(policy) if gang == "auto" else None
     # "auto + probe" probes, and so does "oracle-rho" (it learns the durations as the worker does)
     probe = probe_ if gang == "auto" and (policy == "probe" or truth is not None and not truth.durations) else None
-    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe, truth=truth)
+    outcome = simulate_search(scenario_, cluster, gang, seed=seed, policy=_policy(policy), probe=probe, truth=truth,
+                              pull=pull)
     return key, gang if policy == "plan" or gang != "auto" else policy, seed, outcome.makespan, \
         outcome.utilisation(cluster.total)
 
@@ -78,6 +79,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="auto + probe: which part of the probe the evaluation goes on from when the decision keeps "
                              "its configuration (both: the one device or the wide gang; one: a probe of one device "
                              "only, as the real worker does; none: it starts again after the whole probe)")
+    parser.add_argument("--pull", choices=PULLS, default="host",
+                        help="who gets a candidate whose worker is told to wait (host: it is offered to the next host "
+                             "with free devices, the tables so far; worker: the worker that pulled it keeps it and "
+                             "decides again for its own host while its other pool processes pull the next ones, as the "
+                             "real gang worker does, webapp.worker.device_claims.run_on_gang)")
     args = parser.parse_args(argv)
     probe = dataclasses.replace(PROBE, continues=args.continues)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
@@ -90,10 +96,10 @@ def main(argv: list[str] | None = None) -> None:
         for seed in range(seeds):
             for gang in SPLITS:
                 jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], gang, seed, "plan",
-                             None))
+                             None, args.pull))
             for policy in policies:
                 jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], "auto", seed, policy,
-                             probe))
+                             probe, args.pull))
     if "dqn" in policies and (args.dqn_episodes or not WEIGHTS.exists()):
         train(args.dqn_episodes or 60)  # on seeds from 1000 on: the grid's seeds are 0..seeds-1
     with multiprocessing.Pool(args.workers) as pool:
@@ -124,6 +130,11 @@ def main(argv: list[str] | None = None) -> None:
            "both": "the probe's steps are the evaluation's first: a decision that keeps the probe's one device, or "
                    "its wide gang, goes on from there and loses only the other part"}[args.continues]
         + "; `auto`: without probes."
+        + {"host": " A candidate whose worker is told to wait is offered to the next host with free devices.",
+           "worker": " As the real gang worker pulls (`--pull worker`): each host's worker has one pool process per "
+                     "smallest gang, each holding one candidate, running or waiting; one told to wait keeps its "
+                     "candidate and decides again for its own host as devices change, while the other processes "
+                     "pull the next candidates."}[args.pull]
         + (" `oracle` (`benchmarks/allocation_oracle.py`): the same planner and decision told the truth: the true "
            "efficiency per gang size, the durations' true median and spread, every asked candidate's own length "
            "(`Pending.known`, `Pending.probes`) and every running one's exact time left; no probe, none paid "

@@ -15,15 +15,14 @@ import collections
 import dataclasses
 import hashlib
 import heapq
-import math
-import random
 from collections.abc import Callable
 from typing import Any
 
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
-from nas.allocation import ProbeRule, running_entry
+from nas.allocation import running_entry
 from benchmarks.allocation_oracle import Truth
+from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide  # noqa: F401
 from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
@@ -82,6 +81,19 @@ def grid_scenario(strategy: str, sigma: float, rho: float, population: int = 24,
                     per_added_device(rho))
 
 
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where one candidate ran: its draw, the host whose worker pulled it, the host and gang it ran on, when it
+    was pulled and when it started (after its probe, if any, which the start charges)."""
+
+    draw: int
+    pulled_by: str
+    host: str
+    gang: int
+    pulled: float
+    started: float
+
+
 @dataclasses.dataclass
 class Outcome:
     """What one simulated search measured."""
@@ -92,83 +104,14 @@ class Outcome:
     evaluations: int = 0
     gangs: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     reasons: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    held: int = 0  #: candidates a worker kept while told to wait (``pull="worker"``)
+    placements: list = dataclasses.field(default_factory=list)  #: a :class:`Placement` per evaluation, in order
 
     def utilisation(self, devices: int) -> float:
         return self.busy / (devices * self.makespan) if self.makespan else 0.0
 
     def speedup(self) -> float:
         return self.serial / self.makespan if self.makespan else 0.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Probe:
-    """The scaling probe a gang worker runs on a candidate before it is placed (``auto`` only): a few training
-    steps on one device, which time the candidate (its steps per second, so its seconds on one device), then, while
-    the search has fewer than ``pairs`` probes of that size, on the widest gang the worker's free devices allow
-    (the ratio of the two rates: the efficiency). The one-device part costs ``setup`` seconds, the gang part
-    ``wide_setup`` (its rank processes start and meet), each plus ``fraction`` of the candidate's duration on that
-    gang; each measured rate is off by a lognormal factor of ``noise``. The candidate starts after its probe on the
-    gang chosen; the probe's other devices are held for its duration.
-
-    ``continues``: the probe's steps are the first steps of the candidate's training, so a decision that keeps the
-    configuration a part of the probe ran on goes on from that part's state: that part costs nothing (its setup is
-    the evaluation's own, which no split is charged for, and its steps are done), and only the other part's time
-    is lost. ``"both"``: the one-device part and the wide gang (on its host) go on; ``"one"``: only a probe without
-    a wide part, on one device (what the real worker does, ``webapp.worker.device_claims.probe_inside``: a probe
-    with a wide part runs apart and is paid whole); ``"none"``: every decision starts again after the whole
-    probe. The charges are the real worker's, measured
-    on the CPU (``benchmarks/allocation_probe_real.py``): a one-device probe 0.2-4.3 s, 13 s for a worker process's
-    first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly starting the two ranks."""
-
-    fraction: float = 0.01
-    setup: float = 5.0
-    wide_setup: float = 30.0
-    noise: float = 0.05
-    pairs: int = 4
-    min_spread: float = 0.45  #: lengths are probed only while the measured spread of durations exceeds this (a
-    #: probe is worth its time where lengths are unpredictable); the efficiency probes run until ``pairs`` regardless
-    steps: float = 1000.0  #: steps of one evaluation (any number: rates are steps/s, the durations their ratio)
-    continues: str = "both"
-
-    @property
-    def rule(self) -> ProbeRule:
-        """When to probe and on which gang: the real worker's rule (``nas.allocation.ProbeRule``)."""
-        return ProbeRule(self.pairs, self.min_spread)
-
-
-def _probe_single(probe: Probe, single: float, key: str) -> tuple[float, float]:
-    """The one-device part of ``probe`` on a candidate of ``single`` seconds: (the seconds it measures, its wall
-    seconds)."""
-    rate = probe.steps / single * math.exp(random.Random(f"probe:{key}").gauss(0.0, probe.noise))
-    return probe.steps / rate, probe.setup + probe.fraction * single
-
-
-def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: float, efficiency_: Any, here: str,
-                free: int, sizes: tuple[int, ...], key: str) -> tuple[float, int]:
-    """The wide part of ``probe`` (while the search has fewer than ``pairs`` probes of the widest gang ``free``
-    devices of ``here`` allow), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
-    wide = probe.rule.wide_gang(model, sizes, free)
-    if wide == 1:
-        return 0.0, 1
-    seconds = gang_duration(single, wide, efficiency_)
-    rate = probe.steps / seconds * math.exp(random.Random(f"probe-wide:{key}").gauss(0.0, probe.noise))
-    model.observe_rates(here, {1: probe.steps / measured, wide: rate})
-    return probe.wide_setup + probe.fraction * seconds, wide
-
-
-def _probe_lost(probe: Probe, single_wall: float, wide: tuple, choice: Allocation) -> float:
-    """The wall seconds of a candidate's probe that its evaluation does not get back (``wide``: its wide part, (index,
-    wall seconds, gang, host)): with ``probe.continues``, the part whose configuration the decision keeps goes on
-    training, and only the other part is lost (see :class:`Probe`)."""
-    if probe.continues not in ("none", "one", "both"):
-        raise ValueError(f"`continues` must be none, one or both (got {probe.continues!r})")
-    if probe.continues == "both" and choice.gang == 1:  # the one-device part goes on (after the wide part, if any)
-        return wide[1]
-    if probe.continues == "one" and choice.gang == 1 and wide[2] == 1:  # a probe of one device only: it goes on
-        return 0.0
-    if probe.continues == "both" and choice.gang == wide[2] and choice.host == wide[3]:  # the probing gang goes on
-        return single_wall
-    return single_wall + wide[1]
 
 
 def _fitness(key: str) -> float:
@@ -182,15 +125,33 @@ def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: fl
     return decide(model, records, pending, now, here, free, search=SEARCH)
 
 
+#: How a pulled candidate meets a worker told to wait (``simulate_search``'s ``pull``).
+PULLS = ("host", "worker")
+
+
 def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
                     prior_duration: float = 60.0, policy: Policy | None = None,
                     prior: dict[str, Any] | None = None, probe: Probe | None = None,
-                    truth: Truth | None = None) -> Outcome:
+                    truth: Truth | None = None, pull: str = "host") -> Outcome:
     """Run ``scenario`` on ``devices`` (one host of that many, or a :class:`Cluster`) split into fixed gangs of
     ``gang`` or ``"auto"`` (decided by ``policy``, the planner by default); ``prior``: other arguments of the
     search's ``ThroughputModel`` (``prior_spread``, ``prior_efficiency``); ``probe``: a scaling probe before each
     ``auto`` decision (:class:`Probe`; ``None``: none); ``truth``: what the decision is told instead of learning it
-    (``benchmarks.allocation_oracle.Truth``; ``None``: nothing, as the worker)."""
+    (``benchmarks.allocation_oracle.Truth``; ``None``: nothing, as the worker).
+
+    ``pull``: who gets a candidate whose worker is told to wait. ``"host"`` (the tables so far): the next candidate
+    is offered to the hosts with free devices, the most first, and one told to wait is offered to the next such
+    host. ``"worker"`` (the real gang worker, ``webapp.worker.device_claims.run_on_gang``): each host's worker has
+    one pool process per smallest gang (``devices // min(sizes)``, as ``evalworker --gang`` starts it), each holds
+    one candidate at a time, running or waiting; a worker with a process holding none pulls the next candidate
+    whatever its free devices (even none), the one that has waited longest first (Celery's workers block on the
+    queue's Redis list, ``BRPOP``, which serves the longest-blocked first; a worker asks again, at the back, as soon
+    as it has a free process), decides for its own host, and, told to wait, keeps the candidate (holding no
+    device) and decides again for that host whenever anything changes (the real one every 0.2 s), while its other
+    processes and the other workers pull the next candidates. The n-th candidate pulled takes the n-th draw in both
+    modes."""
+    if pull not in PULLS:
+        raise ValueError(f"`pull` must be one of {', '.join(PULLS)} (got {pull!r})")
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
     policy = policy or plan_policy
     space = get_space("pelee")
@@ -205,90 +166,136 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     records = {name: {"host": name, "devices": cluster.devices, "sizes": list(sizes), "running": []}
                for name in cluster.names()}
     free = {name: cluster.devices for name in records}
-    now, asked, sequence = 0.0, 0, 0
+    slots = cluster.devices // min(sizes)  # pull="worker": a host's pool processes, one candidate each
+    hosted: collections.Counter = collections.Counter()  # pull="worker": candidates a host's processes hold
+    held: list[tuple[str, Any, int, float]] = []  # pull="worker": (host, candidate, draw, pulled at) told to wait
+    line = collections.deque(records)  # pull="worker": the workers with a free process, waiting for a message
+    now, asked, pulled, sequence = 0.0, 0, 0, 0
     waiting: collections.deque = collections.deque()
-    probed: tuple = (-1,)  # the wide probe: (draw index, its wall seconds, its gang, host)
+    wides: dict[int, tuple] = {}  # draw index -> its wide probe: (draw index, its wall seconds, its gang, host)
     singles: dict[int, tuple[float, float]] = {}  # draw index -> (one-device seconds measured, probe wall seconds)
     running: list[tuple[float, int, Any, int, str, dict]] = []  # (end, seq, candidate, gang, host, record entry)
+
+    def decision(index: int, others: list[int], here: str | None) -> tuple[Allocation, float | None]:
+        """The decision for the candidate of draw ``index`` (``others``: the draws of those not started behind it)
+        by the worker of ``here`` (``None``: each host with free devices in turn, the most first, until one places
+        it), after its probe where one is wanted; with its one-device seconds as the decision knew them."""
+        more = 0 if barrier else (None if (planned := strategy.planned()) is None else max(0, planned - asked))
+        known, probes = None, ()
+        if told:
+            known = draw_duration(config, f"{scenario.name}:{seed}:{index}")
+            probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}") for k in others)
+        probing = probe is not None and probe.rule.wanted(model, sizes)
+        if probing or index in singles:
+            # every free device probes one waiting candidate on its own (their lengths, before any is placed);
+            # the worker that pulls the first also probes it on the widest gang its free devices allow
+            for ahead in [index, *others][:min(1 + len(others), max(1, sum(free.values())) * probing)]:
+                if ahead not in singles:
+                    key = f"{scenario.name}:{seed}:{ahead}"
+                    singles[ahead] = _probe_single(probe, draw_duration(config, key), key)
+            if index not in wides and probing:
+                prober = here if here is not None else min(free, key=lambda n: (-free[n], n))
+                single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
+                wides[index] = (index, *_probe_wide(probe, model, single, singles[index][0], scenario.efficiency,
+                                                    prober, free[prober], sizes, f"{scenario.name}:{seed}:{index}"),
+                                prober)
+            known = singles[index][0]
+            probes = tuple(singles[k][0] for k in others if k in singles)
+        pending = Pending(1 + len(others), more, known=known, probes=probes)
+        choice = Allocation(None, min(sizes), "no host with free devices", "wait")
+        for host in ([here] if here is not None else
+                     sorted((n for n in free if free[n] >= min(sizes)), key=lambda n: (-free[n], n))):
+            if len(sizes) == 1:
+                choice = _fixed({host: free[host]}, sizes[0])
+            else:
+                choice = policy(model, list(records.values()), pending, now, host, dict(free))
+            if choice.host is not None:
+                break
+        return choice, known
+
+    def start(candidate: Any, index: int, choice: Allocation, known: float | None, pulled_by: str,
+              pulled_at: float) -> None:
+        nonlocal sequence
+        # the n-th candidate of a search takes the n-th draw, whichever split runs it: splits are compared on
+        # the same durations (a steady-state search asks different candidates under different splits, and one
+        # very long candidate in one of them would otherwise decide the comparison)
+        single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
+        seconds = gang_duration(single, choice.gang, scenario.efficiency)
+        wide = wides.pop(index, (index, 0.0, 1, None))  # this candidate's wide probe, if any
+        wall = _probe_lost(probe, singles.pop(index)[1], wide, choice) if index in singles else 0.0
+        entry = running_entry(SEARCH, choice.gang, now + wall, model, choice.host, known)
+        if told:
+            entry = truth.exact(entry)
+        records[choice.host]["running"].append(entry)
+        heapq.heappush(running, (now + wall + seconds, sequence, candidate, choice.gang, choice.host, entry))
+        sequence += 1
+        free[choice.host] -= choice.gang
+        outcome.busy += choice.gang * (wall + seconds)
+        extra = wide[2] - choice.gang if known is not None and wide[3] == choice.host else 0
+        if extra > 0:  # the probe's wider gang holds its other devices until the probe is done
+            heapq.heappush(running, (now + wall, sequence, None, extra, choice.host, None))
+            sequence += 1
+            free[choice.host] -= extra
+            outcome.busy += extra * wall
+        outcome.serial += single
+        outcome.evaluations += 1
+        outcome.gangs[choice.gang] += 1
+        outcome.reasons[choice.rule] += 1
+        outcome.placements.append(Placement(index, pulled_by, choice.host, choice.gang, pulled_at, now))
+
     while True:
         if barrier:
             fresh = strategy.ask(10**6)  # the whole open generation: the allocator sees the tail coming
+        elif pull == "worker":  # as many as there are pool processes holding none
+            fresh = strategy.ask(max(0, slots * cluster.hosts - sum(hosted.values()) - len(waiting)))
         else:
             fresh = strategy.ask(max(0, sum(free.values()) // min(sizes) - len(waiting)))
         asked += len(fresh)
         waiting.extend(fresh)
-        while waiting and max(free.values()) >= min(sizes):
-            planned = strategy.planned()
-            more = 0 if barrier else (None if planned is None else max(0, planned - asked))
-            index = outcome.evaluations  # the n-th candidate of a search takes the n-th draw (see below)
-            single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
-            known, probes = None, ()
-            if told:
-                known = single
-                probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}")
-                               for k in range(index + 1, index + len(waiting)))
-            probing = probe is not None and probe.rule.wanted(model, sizes)
-            if probing or index in singles:
-                # every free device probes one waiting candidate on its own (their lengths, before any is placed);
-                # the worker that pulls the first also probes it on the widest gang its free devices allow
-                for ahead in range(index, index + min(len(waiting), max(1, sum(free.values())) * probing)):
-                    if ahead not in singles:
-                        key = f"{scenario.name}:{seed}:{ahead}"
-                        singles[ahead] = _probe_single(probe, draw_duration(config, key), key)
-                if probed[0] != index and probing:
-                    here = min(free, key=lambda n: (-free[n], n))
-                    probed = (index, *_probe_wide(probe, model, single, singles[index][0], scenario.efficiency,
-                                                  here, free[here], sizes, f"{scenario.name}:{seed}:{index}"), here)
-                known = singles[index][0]
-                probes = tuple(singles[k][0] for k in range(index + 1, index + len(waiting)) if k in singles)
-            pending = Pending(len(waiting), more, known=known, probes=probes)
-            # the candidate is pulled by a worker with free devices (the one with the most first) and runs there;
-            # a worker whose allocator says "wait" leaves it to the next one (the real one would hold it and ask
-            # again, while the other workers pull the next candidates)
-            choice = None
-            for here in sorted((name for name in free if free[name] >= min(sizes)), key=lambda n: (-free[n], n)):
-                if len(sizes) == 1:
-                    choice = _fixed({here: free[here]}, sizes[0])
-                else:
-                    choice = policy(model, list(records.values()), pending, now, here, dict(free))
+        if pull == "worker":
+            for item in list(held):  # those told to wait decide again, for their own host, in the order pulled
+                host, candidate, index, pulled_at = item
+                others = [i for _, _, i, _ in held if i != index] + list(range(pulled, pulled + len(waiting)))
+                choice, known = decision(index, others, host)
                 if choice.host is not None:
+                    held.remove(item)
+                    start(candidate, index, choice, known, host, pulled_at)
+            while waiting and line:
+                here = line.popleft()  # the worker that has waited longest for a message gets the next one
+                candidate, index = waiting.popleft(), pulled
+                pulled += 1
+                hosted[here] += 1
+                if hosted[here] < slots:  # a process still free: it asks again, behind the others
+                    line.append(here)
+                others = [i for _, _, i, _ in held] + list(range(pulled, pulled + len(waiting)))
+                choice, known = decision(index, others, here)
+                if choice.host is None:
+                    held.append((here, candidate, index, now))
+                    outcome.held += 1
+                else:
+                    start(candidate, index, choice, known, here, now)
+        else:
+            while waiting and max(free.values()) >= min(sizes):
+                # the candidate is pulled by a worker with free devices (the one with the most first) and runs
+                # there; a worker whose allocator says "wait" leaves it to the next one (pull="worker": it holds it)
+                choice, known = decision(pulled, list(range(pulled + 1, pulled + len(waiting))), None)
+                if choice.host is None:
                     break
-            if choice is None or choice.host is None:
-                break
-            candidate = waiting.popleft()
-            # the n-th candidate of a search takes the n-th draw, whichever split runs it: splits are compared on
-            # the same durations (a steady-state search asks different candidates under different splits, and one
-            # very long candidate in one of them would otherwise decide the comparison)
-            seconds = gang_duration(single, choice.gang, scenario.efficiency)
-            wide = probed if probed[0] == index else (index, 0.0, 1, None)  # this candidate's wide probe, if any
-            wall = _probe_lost(probe, singles.pop(index)[1], wide, choice) if index in singles else 0.0
-            entry = running_entry(SEARCH, choice.gang, now + wall, model, choice.host, known)
-            if told:
-                entry = truth.exact(entry)
-            records[choice.host]["running"].append(entry)
-            heapq.heappush(running, (now + wall + seconds, sequence, candidate, choice.gang, choice.host, entry))
-            sequence += 1
-            free[choice.host] -= choice.gang
-            outcome.busy += choice.gang * (wall + seconds)
-            extra = wide[2] - choice.gang if known is not None and wide[3] == choice.host else 0
-            if extra > 0:  # the probe's wider gang holds its other devices until the probe is done
-                heapq.heappush(running, (now + wall, sequence, None, extra, choice.host, None))
-                sequence += 1
-                free[choice.host] -= extra
-                outcome.busy += extra * wall
-            outcome.serial += single
-            outcome.evaluations += 1
-            outcome.gangs[choice.gang] += 1
-            outcome.reasons[choice.rule] += 1
+                pulled += 1
+                start(waiting.popleft(), pulled - 1, choice, known, choice.host, now)
         if not running:
-            if waiting:
-                raise RuntimeError(f"{scenario.name}: {len(waiting)} candidates wait with every device idle")
+            if waiting or held:
+                raise RuntimeError(f"{scenario.name}: {len(waiting) + len(held)} candidates wait with every "
+                                   "device idle")
             break
         end, _, candidate, g, host, entry = heapq.heappop(running)
         now = end
         free[host] += g
         if candidate is None:  # a probe's devices
             continue
+        hosted[host] -= 1
+        if host not in line:  # its worker had none free: it asks again, behind those that wait
+            line.append(host)
         records[host]["running"].remove(entry)
         model.observe(host, g, end - entry["started"])
         strategy.tell(candidate.id, Result(fitness=_fitness(candidate.key)))

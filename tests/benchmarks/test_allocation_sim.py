@@ -171,3 +171,40 @@ def test_the_split_reads_the_grid_and_names_a_missing_column(tmp_path):
     path.write_text(head.replace("| auto + probe | auto + probe / best fixed ", "") + "| --- |\n")
     with pytest.raises(ValueError, match="auto \\+ probe"):
         read_grid(path)
+
+
+def _pairs_or_wait(model, records, pending, now, here, free):
+    """A decision that wants a gang of 2 on the host that asks, or a wait while it has fewer free."""
+    from nas.allocation import Allocation
+
+    return Allocation(here, 2, "a pair", "plan") if free[here] >= 2 else Allocation(None, 2, "wait", "wait")
+
+
+def test_a_worker_told_to_wait_keeps_its_candidate_and_runs_it_on_its_own_host():
+    spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.95)
+    cluster = Cluster(2, 2)  # two hosts of 2 devices: each worker runs one pair and holds one more candidate
+    offered = simulate_search(spread, cluster, "auto", policy=_pairs_or_wait)
+    kept = simulate_search(spread, cluster, "auto", policy=_pairs_or_wait, pull="worker")
+    assert kept.evaluations == offered.evaluations > 0 and set(kept.gangs) == {2}
+    assert offered.held == 0 and kept.held > 0
+    # every candidate runs where its worker pulled it; those held start later, on that host, never on another
+    assert all(p.host == p.pulled_by for p in kept.placements)
+    late = [p for p in kept.placements if p.started > p.pulled]
+    assert len(late) == kept.held
+    # offered on, a waiting candidate goes to whichever host frees first: the two modes place them differently
+    assert [p.host for p in kept.placements] != [p.host for p in offered.placements]
+    with pytest.raises(ValueError, match="pull"):
+        simulate_search(spread, cluster, "auto", pull="nobody")
+
+
+def test_where_no_worker_is_told_to_wait_the_two_modes_agree():
+    spread = Scenario("spread", "regularized", {"population": 6, "sample_size": 3, "max_evaluations": 16},
+                      duration=100.0, sigma=1.0, efficiency=0.95)
+    for gang in (1, 2, 4):  # a fixed split: an idle pool process always has its gang's devices free
+        offered = simulate_search(spread, Cluster(3, 4), gang)
+        kept = simulate_search(spread, Cluster(3, 4), gang, pull="worker")
+        assert kept.held == 0 and kept.makespan == offered.makespan and kept.busy == offered.busy
+        # the same draws start at the same times on the same gangs (which of the equal hosts runs them may differ)
+        assert [(p.draw, p.gang, p.pulled, p.started) for p in kept.placements] == \
+            [(p.draw, p.gang, p.pulled, p.started) for p in offered.placements]

@@ -1,0 +1,82 @@
+"""The scaling probe the allocation simulator (``benchmarks/allocation_sim.py``) runs before ``auto`` places a
+candidate, as the gang worker runs it (``webapp.worker.device_claims``): what it costs, what it measures, and which
+of its wall seconds the evaluation does not get back."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from typing import Any
+
+from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """The scaling probe a gang worker runs on a candidate before it is placed (``auto`` only): a few training
+    steps on one device, which time the candidate (its steps per second, so its seconds on one device), then, while
+    the search has fewer than ``pairs`` probes of that size, on the widest gang the worker's free devices allow
+    (the ratio of the two rates: the efficiency). The one-device part costs ``setup`` seconds, the gang part
+    ``wide_setup`` (its rank processes start and meet), each plus ``fraction`` of the candidate's duration on that
+    gang; each measured rate is off by a lognormal factor of ``noise``. The candidate starts after its probe on the
+    gang chosen; the probe's other devices are held for its duration.
+
+    ``continues``: the probe's steps are the first steps of the candidate's training, so a decision that keeps the
+    configuration a part of the probe ran on goes on from that part's state: that part costs nothing (its setup is
+    the evaluation's own, which no split is charged for, and its steps are done), and only the other part's time
+    is lost. ``"both"``: the one-device part and the wide gang (on its host) go on; ``"one"``: only a probe without
+    a wide part, on one device (what the real worker does, ``webapp.worker.device_claims.probe_inside``: a probe
+    with a wide part runs apart and is paid whole); ``"none"``: every decision starts again after the whole
+    probe. The charges are the real worker's, measured
+    on the CPU (``benchmarks/allocation_probe_real.py``): a one-device probe 0.2-4.3 s, 13 s for a worker process's
+    first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly starting the two ranks."""
+
+    fraction: float = 0.01
+    setup: float = 5.0
+    wide_setup: float = 30.0
+    noise: float = 0.05
+    pairs: int = 4
+    min_spread: float = 0.45  #: lengths are probed only while the measured spread of durations exceeds this (a
+    #: probe is worth its time where lengths are unpredictable); the efficiency probes run until ``pairs`` regardless
+    steps: float = 1000.0  #: steps of one evaluation (any number: rates are steps/s, the durations their ratio)
+    continues: str = "both"
+
+    @property
+    def rule(self) -> ProbeRule:
+        """When to probe and on which gang: the real worker's rule (``nas.allocation.ProbeRule``)."""
+        return ProbeRule(self.pairs, self.min_spread)
+
+
+def _probe_single(probe: Probe, single: float, key: str) -> tuple[float, float]:
+    """The one-device part of ``probe`` on a candidate of ``single`` seconds: (the seconds it measures, its wall
+    seconds)."""
+    rate = probe.steps / single * math.exp(random.Random(f"probe:{key}").gauss(0.0, probe.noise))
+    return probe.steps / rate, probe.setup + probe.fraction * single
+
+
+def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: float, efficiency_: Any, here: str,
+                free: int, sizes: tuple[int, ...], key: str) -> tuple[float, int]:
+    """The wide part of ``probe`` (while the search has fewer than ``pairs`` probes of the widest gang ``free``
+    devices of ``here`` allow), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
+    wide = probe.rule.wide_gang(model, sizes, free)
+    if wide == 1:
+        return 0.0, 1
+    seconds = gang_duration(single, wide, efficiency_)
+    rate = probe.steps / seconds * math.exp(random.Random(f"probe-wide:{key}").gauss(0.0, probe.noise))
+    model.observe_rates(here, {1: probe.steps / measured, wide: rate})
+    return probe.wide_setup + probe.fraction * seconds, wide
+
+
+def _probe_lost(probe: Probe, single_wall: float, wide: tuple, choice: Allocation) -> float:
+    """The wall seconds of a candidate's probe that its evaluation does not get back (``wide``: its wide part, (index,
+    wall seconds, gang, host)): with ``probe.continues``, the part whose configuration the decision keeps goes on
+    training, and only the other part is lost (see :class:`Probe`)."""
+    if probe.continues not in ("none", "one", "both"):
+        raise ValueError(f"`continues` must be none, one or both (got {probe.continues!r})")
+    if probe.continues == "both" and choice.gang == 1:  # the one-device part goes on (after the wide part, if any)
+        return wide[1]
+    if probe.continues == "one" and choice.gang == 1 and wide[2] == 1:  # a probe of one device only: it goes on
+        return 0.0
+    if probe.continues == "both" and choice.gang == wide[2] and choice.host == wide[3]:  # the probing gang goes on
+        return single_wall
+    return single_wall + wide[1]
