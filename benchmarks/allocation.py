@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="who gets a candidate whose worker is told to wait (host: it is offered to the next host "
                              "with free devices, the tables so far; worker: the worker that pulled it keeps it and "
                              "decides again for its own host while its other pool processes pull the next ones, as the "
-                             "real gang worker does, webapp.worker.device_claims.run_on_gang)")
+                             "real gang worker does, webapp.worker.device_claims.run_on_gang; handback: as worker, "
+                             "but a worker told to wait when another worker with a free process has free devices "
+                             "hands the candidate back to the queue, which no real worker does yet)")
     args = parser.parse_args(argv)
     probe = dataclasses.replace(PROBE, continues=args.continues)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
@@ -134,7 +136,10 @@ def main(argv: list[str] | None = None) -> None:
            "worker": " As the real gang worker pulls (`--pull worker`): each host's worker has one pool process per "
                      "smallest gang, each holding one candidate, running or waiting; one told to wait keeps its "
                      "candidate and decides again for its own host as devices change, while the other processes "
-                     "pull the next candidates."}[args.pull]
+                     "pull the next candidates.",
+           "handback": " As the real gang worker pulls, except (`--pull handback`, not in the real worker yet) that a "
+                       "worker told to wait hands the candidate back to the queue when another worker with a free "
+                       "process has free devices; it holds it otherwise."}[args.pull]
         + (" `oracle` (`benchmarks/allocation_oracle.py`): the same planner and decision told the truth: the true "
            "efficiency per gang size, the durations' true median and spread, every asked candidate's own length "
            "(`Pending.known`, `Pending.probes`) and every running one's exact time left; no probe, none paid "

@@ -126,7 +126,7 @@ def plan_policy(model: ThroughputModel, records: list, pending: Pending, now: fl
 
 
 #: How a pulled candidate meets a worker told to wait (``simulate_search``'s ``pull``).
-PULLS = ("host", "worker")
+PULLS = ("host", "worker", "handback")
 
 
 def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str, seed: int = 0,
@@ -169,6 +169,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     slots = cluster.devices // min(sizes)  # pull="worker": a host's pool processes, one candidate each
     hosted: collections.Counter = collections.Counter()  # pull="worker": candidates a host's processes hold
     held: list[tuple[str, Any, int, float]] = []  # pull="worker": (host, candidate, draw, pulled at) told to wait
+    returned: collections.deque = collections.deque()  # pull="handback": (candidate, draw) handed back, pulled first
     line = collections.deque(records)  # pull="worker": the workers with a free process, waiting for a message
     now, asked, pulled, sequence = 0.0, 0, 0, 0
     waiting: collections.deque = collections.deque()
@@ -246,30 +247,49 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     while True:
         if barrier:
             fresh = strategy.ask(10**6)  # the whole open generation: the allocator sees the tail coming
-        elif pull == "worker":  # as many as there are pool processes holding none
-            fresh = strategy.ask(max(0, slots * cluster.hosts - sum(hosted.values()) - len(waiting)))
+        elif pull != "host":  # as many as there are pool processes holding none
+            fresh = strategy.ask(max(0, slots * cluster.hosts - sum(hosted.values()) - len(waiting) - len(returned)))
         else:
             fresh = strategy.ask(max(0, sum(free.values()) // min(sizes) - len(waiting)))
         asked += len(fresh)
         waiting.extend(fresh)
-        if pull == "worker":
+        if pull != "host":
             for item in list(held):  # those told to wait decide again, for their own host, in the order pulled
                 host, candidate, index, pulled_at = item
-                others = [i for _, _, i, _ in held if i != index] + list(range(pulled, pulled + len(waiting)))
+                others = [i for _, _, i, _ in held if i != index] + [i for _, i in returned] + \
+                    list(range(pulled, pulled + len(waiting)))
                 choice, known = decision(index, others, host)
                 if choice.host is not None:
                     held.remove(item)
                     start(candidate, index, choice, known, host, pulled_at)
-            while waiting and line:
+                elif pull == "handback" and any(free[h] >= min(sizes) for h in line if h != host):
+                    held.remove(item)  # another worker with a free process has free devices: back to the queue
+                    returned.append((candidate, index))
+                    hosted[host] -= 1
+                    if host not in line:
+                        line.append(host)
+            handed: collections.Counter = collections.Counter()  # pull="handback": times handed back this event
+            while (waiting or returned) and line:
                 here = line.popleft()  # the worker that has waited longest for a message gets the next one
-                candidate, index = waiting.popleft(), pulled
-                pulled += 1
+                if returned:
+                    candidate, index = returned.popleft()
+                else:
+                    candidate, index = waiting.popleft(), pulled
+                    pulled += 1
                 hosted[here] += 1
                 if hosted[here] < slots:  # a process still free: it asks again, behind the others
                     line.append(here)
-                others = [i for _, _, i, _ in held] + list(range(pulled, pulled + len(waiting)))
+                others = [i for _, _, i, _ in held] + [i for _, i in returned] + \
+                    list(range(pulled, pulled + len(waiting)))
                 choice, known = decision(index, others, here)
-                if choice.host is None:
+                if choice.host is None and pull == "handback" and handed[index] < len(records) and any(
+                        free[h] >= min(sizes) for h in line if h != here):
+                    handed[index] += 1  # another worker with a free process has free devices: back to the queue
+                    returned.appendleft((candidate, index))
+                    hosted[here] -= 1
+                    if here not in line:
+                        line.append(here)
+                elif choice.host is None:
                     held.append((here, candidate, index, now))
                     outcome.held += 1
                 else:
@@ -284,7 +304,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                 pulled += 1
                 start(waiting.popleft(), pulled - 1, choice, known, choice.host, now)
         if not running:
-            if waiting or held:
+            if waiting or held or returned:
                 raise RuntimeError(f"{scenario.name}: {len(waiting) + len(held)} candidates wait with every "
                                    "device idle")
             break

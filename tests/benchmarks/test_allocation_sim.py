@@ -208,3 +208,19 @@ def test_where_no_worker_is_told_to_wait_the_two_modes_agree():
         # the same draws start at the same times on the same gangs (which of the equal hosts runs them may differ)
         assert [(p.draw, p.gang, p.pulled, p.started) for p in kept.placements] == \
             [(p.draw, p.gang, p.pulled, p.started) for p in offered.placements]
+
+
+def test_a_worker_that_hands_back_what_it_must_wait_for_lets_a_host_with_free_devices_run_it():
+    """``pull="handback"``: a candidate told to wait goes back to the queue while another worker with a free process
+    has free devices, so it runs no later than held by its first worker; each still runs where it was last pulled,
+    and every candidate runs once."""
+    spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.95)
+    cluster = Cluster(2, 2)
+    kept = simulate_search(spread, cluster, "auto", policy=_pairs_or_wait, pull="worker")
+    handed = simulate_search(spread, cluster, "auto", policy=_pairs_or_wait, pull="handback")
+    assert sorted(p.draw for p in handed.placements) == sorted(p.draw for p in kept.placements)
+    assert len({p.draw for p in handed.placements}) == handed.evaluations == kept.evaluations
+    assert all(p.host == p.pulled_by for p in handed.placements)
+    assert [p.host for p in handed.placements] != [p.host for p in kept.placements]
+    assert handed.makespan < kept.makespan
