@@ -93,7 +93,8 @@ class CurvePruner(Pruner):
     """Stops a candidate whose conformal interval's upper bound is below the ``k``-th best (module doc)."""
 
     name = "curve"
-    PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, TOP_SHARE, THRESHOLD, CONFIRM_SPAN, MIN_POINTS, NEIGHBOURS, AUDIT, UPPER, KNOWN)
+    PARAMS: ClassVar[tuple[Param, ...]] = (MIN_STEPS, TOP_K, TOP_SHARE, THRESHOLD, CONFIRM_SPAN, MIN_POINTS,
+                                           NEIGHBOURS, AUDIT, UPPER, KNOWN)
     DEFAULTS: ClassVar[dict[str, Any]] = {"min_steps": 1.0, "k": 5, "top_share": 0.05, "threshold": 0.05,
                                           "confirm_span": 0.05, "min_points": 4,
                                           "neighbours": 20, "audit": 0.0, "upper": None, "known_objectives": None}
@@ -241,8 +242,9 @@ class CurvePruner(Pruner):
     def _rank(self) -> int:
         """The rank of the value to beat: ``k``, or the ``top_share`` of the candidates seen (reported or completed)
         if that ranks lower. With a fixed rank the bar climbs towards the eventual best as a search grows (the 5th of
-        200 is its top 2.5%), and a smaller miss of the best's interval stops it: at 200 candidates of 30 epochs the
-        true best was stopped in 20-30% of runs at ``k`` 5, 0-10% at 10 (``results/early_stop-frontier-offgrid.md``)."""
+        400 is its top 1.25%), and a smaller miss of the best's interval stops it: at 400 candidates of 20 epochs on
+        the even mix the true best was stopped in 35% of runs at a fixed ``k`` 5, 10% with ``top_share`` 0.05
+        (``benchmarks/results/early_stop-frontier-share-400x20.md``)."""
         return max(self.k, int(self.top_share * len(self._seen()) + 1e-9))
 
     def _seen(self) -> set[str]:
@@ -271,12 +273,12 @@ class CurvePruner(Pruner):
         to_beat, words = self._to_beat(key)
         below = to_beat is not None and made.high < to_beat
         step = curve[-1][0]
-        streak = self._below.get(key, [None, 0])
-        if streak[0] != step:  # one count per report (should_stop may be asked twice); [latest, count, first]
-            first = (streak[2] if len(streak) > 2 and streak[1] else step) if below else None
-            self._below[key] = streak = [step, (streak[1] + 1) if below else 0, first]
-        first = streak[2] if len(streak) > 2 and streak[2] is not None else step
-        stop = below and streak[1] >= CONFIRM and step - first >= self.confirm_span * self.max_steps - 1e-9
+        streak = self._below.get(key, [None, 0, None])  # [its latest report, reports below in a row, the first]
+        if streak[0] != step:  # one count per report (should_stop may be asked twice)
+            self._below[key] = streak = [step, streak[1] + 1, streak[2] if streak[1] else step] if below else \
+                [step, 0, None]
+        span = step - (step if streak[2] is None else streak[2])  # None: a streak saved before the span was kept
+        stop = below and streak[1] >= CONFIRM and span >= self.confirm_span * self.max_steps - 1e-9
         pause = not stop and self._pause_now(key, to_beat)
         shown = (f"[{self.orient(made.low):.4g}, {self.orient(made.high):.4g}]" if made.bounded else
                  f"unbounded until {conformal.references_needed(self.threshold)} look-alike curves completed")
@@ -359,7 +361,7 @@ class CurvePruner(Pruner):
         pruner = super().from_state(state)
         assert isinstance(pruner, CurvePruner)
         pruner._intervals = {k: [list(r) for r in v] for k, v in state.get("intervals", {}).items()}
-        pruner._below = {k: list(v) for k, v in state.get("below", {}).items()}
+        pruner._below = {k: [*v, None][:3] for k, v in state.get("below", {}).items()}
         return pruner
 
 
