@@ -201,11 +201,12 @@ class SearchLoop(LoopShell):
             self.strategy.tell(individual.number, result)
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
-        """A slot dropped it (the search was stopped, its node paused, or it cannot read the data set: then its
-        attempt and a notice are recorded): sent again at once if the search runs, else marked not sent (no copy
+        """A slot dropped it (the search was stopped, its node paused, a gang worker told to wait handed it back, or
+        it cannot read the data set: then its attempt and a notice are recorded): sent again at once if the search runs, else marked not sent (no copy
         of it is left in the queue) until a resume sends it."""
         if individual.status in Individual.FINAL:
             return
+        recording.mark_given_back(individual)
         if message.failure == data_reach.FAILURE:  # its worker cannot read the data set: placed elsewhere
             attempts.record_unreadable(individual, message)
             if data_notices.note(search.stats, message.origin.node, message.reason):

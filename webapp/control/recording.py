@@ -85,6 +85,14 @@ def requeue(individuals: list[Individual]) -> None:
         status=Individual.Status.QUEUED)
 
 
+def mark_given_back(individual: Individual) -> None:
+    """Its slot gave it back without a result (``skipped``): queued, no longer running on that slot, so the slot's
+    next evaluation never takes it for an attempt that died there (``lost_on_slot``)."""
+    if individual.status == Individual.Status.RUNNING:
+        individual.status = Individual.Status.QUEUED
+        individual.save(update_fields=["status"])
+
+
 def mark_unsent(individual: Individual) -> bool:
     """A slot skipped it (the search was stopped): queued, not sent, until a resume sends it."""
     if individual.status in Individual.FINAL or individual.dispatched is None:
