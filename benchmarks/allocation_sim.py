@@ -20,7 +20,7 @@ from typing import Any
 
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
-from nas.allocation import running_entry
+from nas.allocation import hand_back, room, running_entry
 from benchmarks.allocation_oracle import Truth
 from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide  # noqa: F401
 from nas.spaces import get_space
@@ -105,6 +105,7 @@ class Outcome:
     gangs: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     reasons: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     held: int = 0  #: candidates a worker kept while told to wait (``pull="worker"``)
+    handed: int = 0  #: candidates a worker handed back to the queue (``pull="handback"``)
     placements: list = dataclasses.field(default_factory=list)  #: a :class:`Placement` per evaluation, in order
 
     def utilisation(self, devices: int) -> float:
@@ -148,8 +149,13 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     queue's Redis list, ``BRPOP``, which serves the longest-blocked first; a worker asks again, at the back, as soon
     as it has a free process), decides for its own host, and, told to wait, keeps the candidate (holding no
     device) and decides again for that host whenever anything changes (the real one every 0.2 s), while its other
-    processes and the other workers pull the next candidates. The n-th candidate pulled takes the n-th draw in both
-    modes."""
+    processes and the other workers pull the next candidates (the gang worker before its tap and hand-back).
+    ``"handback"`` (the real gang worker now): as ``"worker"``, except that a worker pulls only while its host has
+    room (``nas.allocation.room``, ``webapp.worker.gang_tap``: free devices for a smallest gang beyond those its held candidates need;
+    the real one recomputes it every second, here at each pull), and that one told to wait hands the candidate back
+    to the end of the queue where ``nas.allocation.hand_back`` says so (from the same host records: another host's
+    worker has a free process and the planner would start it there now), at most ``handing_back.LIMIT`` times
+    per candidate. The n-th candidate asked takes the n-th draw in every mode."""
     if pull not in PULLS:
         raise ValueError(f"`pull` must be one of {', '.join(PULLS)} (got {pull!r})")
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
@@ -163,24 +169,26 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     told = truth is not None and truth.durations  # every asked candidate's own length, no probe
     config = {"duration": scenario.duration, "distribution": "lognormal", "sigma": scenario.sigma}
     outcome = Outcome()
-    records = {name: {"host": name, "devices": cluster.devices, "sizes": list(sizes), "running": []}
+    records = {name: {"host": name, "devices": cluster.devices, "sizes": list(sizes), "running": [], "waiting": []}
                for name in cluster.names()}
     free = {name: cluster.devices for name in records}
     slots = cluster.devices // min(sizes)  # pull="worker": a host's pool processes, one candidate each
     hosted: collections.Counter = collections.Counter()  # pull="worker": candidates a host's processes hold
-    held: list[tuple[str, Any, int, float]] = []  # pull="worker": (host, candidate, draw, pulled at) told to wait
-    returned: collections.deque = collections.deque()  # pull="handback": (candidate, draw) handed back, pulled first
+    held: list[tuple[str, Any, int, float, dict]] = []  # pull="worker": (host, candidate, draw, pulled at, its
+    # published waiting entry) told to wait
+    handed: collections.Counter = collections.Counter()  # pull="handback": draw index -> times handed back
     line = collections.deque(records)  # pull="worker": the workers with a free process, waiting for a message
-    now, asked, pulled, sequence = 0.0, 0, 0, 0
-    waiting: collections.deque = collections.deque()
+    now, asked, sequence = 0.0, 0, 0
+    waiting: collections.deque = collections.deque()  # (candidate, draw index) asked and not pulled, in order
     wides: dict[int, tuple] = {}  # draw index -> its wide probe: (draw index, its wall seconds, its gang, host)
     singles: dict[int, tuple[float, float]] = {}  # draw index -> (one-device seconds measured, probe wall seconds)
     running: list[tuple[float, int, Any, int, str, dict]] = []  # (end, seq, candidate, gang, host, record entry)
 
-    def decision(index: int, others: list[int], here: str | None) -> tuple[Allocation, float | None]:
+    def decision(index: int, others: list[int], here: str | None) -> tuple[Allocation, float | None, Pending]:
         """The decision for the candidate of draw ``index`` (``others``: the draws of those not started behind it)
         by the worker of ``here`` (``None``: each host with free devices in turn, the most first, until one places
-        it), after its probe where one is wanted; with its one-device seconds as the decision knew them."""
+        it), after its probe where one is wanted; with its one-device seconds as the decision knew them and the
+        pending work it saw."""
         more = 0 if barrier else (None if (planned := strategy.planned()) is None else max(0, planned - asked))
         known, probes = None, ()
         if told:
@@ -212,7 +220,23 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                 choice = policy(model, list(records.values()), pending, now, host, dict(free))
             if choice.host is not None:
                 break
-        return choice, known
+        return choice, known, pending
+
+    def handing_back(index: int, here: str, choice: Allocation, pending: Pending) -> Allocation:
+        """``choice``, or, where it says wait and the real worker would hand the candidate back, that."""
+        if pull != "handback" or choice.host is not None or len(sizes) == 1:
+            return choice
+        return hand_back(model, list(records.values()), pending, now, here, {here: free[here]}, SEARCH,
+                         handed[index]) or choice
+
+    def give_back(candidate: Any, index: int, here: str) -> None:
+        """The worker of ``here`` hands the candidate back: to the end of the queue; its process is free."""
+        handed[index] += 1
+        outcome.handed += 1
+        waiting.append((candidate, index))
+        hosted[here] -= 1
+        if here not in line:
+            line.append(here)
 
     def start(candidate: Any, index: int, choice: Allocation, known: float | None, pulled_by: str,
               pulled_at: float) -> None:
@@ -248,63 +272,63 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         if barrier:
             fresh = strategy.ask(10**6)  # the whole open generation: the allocator sees the tail coming
         elif pull != "host":  # as many as there are pool processes holding none
-            fresh = strategy.ask(max(0, slots * cluster.hosts - sum(hosted.values()) - len(waiting) - len(returned)))
+            fresh = strategy.ask(max(0, slots * cluster.hosts - sum(hosted.values()) - len(waiting)))
         else:
             fresh = strategy.ask(max(0, sum(free.values()) // min(sizes) - len(waiting)))
+        waiting.extend((candidate, asked + k) for k, candidate in enumerate(fresh))
         asked += len(fresh)
-        waiting.extend(fresh)
         if pull != "host":
+            for item in held:  # their workers decide again every 0.2 s: their entries are fresh
+                item[4]["seen"] = now
             for item in list(held):  # those told to wait decide again, for their own host, in the order pulled
-                host, candidate, index, pulled_at = item
-                others = [i for _, _, i, _ in held if i != index] + [i for _, i in returned] + \
-                    list(range(pulled, pulled + len(waiting)))
-                choice, known = decision(index, others, host)
-                if choice.host is not None:
-                    held.remove(item)
+                host, candidate, index, pulled_at, wait = item
+                others = [i for _, _, i, _, _ in held if i != index] + [i for _, i in waiting]
+                choice, known, pending = decision(index, others, host)
+                choice = handing_back(index, host, choice, pending)
+                if choice.host is None:
+                    continue
+                held.remove(item)
+                records[host]["waiting"] = [w for w in records[host]["waiting"] if w is not wait]
+                if choice.host == host:
                     start(candidate, index, choice, known, host, pulled_at)
-                elif pull == "handback" and any(free[h] >= min(sizes) for h in line if h != host):
-                    held.remove(item)  # another worker with a free process has free devices: back to the queue
-                    returned.append((candidate, index))
-                    hosted[host] -= 1
-                    if host not in line:
-                        line.append(host)
-            handed: collections.Counter = collections.Counter()  # pull="handback": times handed back this event
-            while (waiting or returned) and line:
-                here = line.popleft()  # the worker that has waited longest for a message gets the next one
-                if returned:
-                    candidate, index = returned.popleft()
                 else:
-                    candidate, index = waiting.popleft(), pulled
-                    pulled += 1
+                    give_back(candidate, index, host)
+            while waiting and line:
+                if pull == "handback":  # a worker pulls only while its host has room (webapp.worker.gang_tap)
+                    ready = [h for h in line if room(free[h], len(records[h]["waiting"]), min(sizes))]
+                    if not ready:
+                        break
+                    here = ready[0]  # the one that has waited longest among them
+                    line.remove(here)
+                else:
+                    here = line.popleft()  # the worker that has waited longest for a message gets the next one
+                candidate, index = waiting.popleft()
                 hosted[here] += 1
                 if hosted[here] < slots:  # a process still free: it asks again, behind the others
                     line.append(here)
-                others = [i for _, _, i, _ in held] + [i for _, i in returned] + \
-                    list(range(pulled, pulled + len(waiting)))
-                choice, known = decision(index, others, here)
-                if choice.host is None and pull == "handback" and handed[index] < len(records) and any(
-                        free[h] >= min(sizes) for h in line if h != here):
-                    handed[index] += 1  # another worker with a free process has free devices: back to the queue
-                    returned.appendleft((candidate, index))
-                    hosted[here] -= 1
-                    if here not in line:
-                        line.append(here)
-                elif choice.host is None:
-                    held.append((here, candidate, index, now))
+                others = [i for _, _, i, _, _ in held] + [i for _, i in waiting]
+                choice, known, pending = decision(index, others, here)
+                choice = handing_back(index, here, choice, pending)
+                if choice.host is None:
+                    wait = {"search": SEARCH, "since": now, "seen": now}
+                    records[here]["waiting"].append(wait)
+                    held.append((here, candidate, index, now, wait))
                     outcome.held += 1
+                elif choice.host != here:
+                    give_back(candidate, index, here)
                 else:
                     start(candidate, index, choice, known, here, now)
         else:
             while waiting and max(free.values()) >= min(sizes):
                 # the candidate is pulled by a worker with free devices (the one with the most first) and runs
-                # there; a worker whose allocator says "wait" leaves it to the next one (pull="worker": it holds it)
-                choice, known = decision(pulled, list(range(pulled + 1, pulled + len(waiting))), None)
+                # there; a worker whose allocator says "wait" leaves it to the next one
+                index = waiting[0][1]
+                choice, known, _ = decision(index, [i for _, i in list(waiting)[1:]], None)
                 if choice.host is None:
                     break
-                pulled += 1
-                start(waiting.popleft(), pulled - 1, choice, known, choice.host, now)
+                start(waiting.popleft()[0], index, choice, known, choice.host, now)
         if not running:
-            if waiting or held or returned:
+            if waiting or held:
                 raise RuntimeError(f"{scenario.name}: {len(waiting) + len(held)} candidates wait with every "
                                    "device idle")
             break

@@ -5,12 +5,14 @@
 - :mod:`~nas.allocation.policy`: the choice per dispatch, with its reason in words.
 - :mod:`~nas.allocation.cluster`: the hosts as gang workers publish them, and the decision made from them.
 - :mod:`~nas.allocation.probing`: when a worker times a candidate's steps before placing it (the scaling probe).
+- :mod:`~nas.allocation.handing_back`: when a worker told to wait gives its candidate back to the queue.
 
 Pure Python and numpy: the control loop, the benchmarks and the tests use it without torch.
 """
 from __future__ import annotations
 
 from nas.allocation.cluster import decide, host_state, running_entry
+from nas.allocation.handing_back import hand_back, idle_processes, room
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
@@ -32,4 +34,7 @@ __all__ = [
     "efficiency",
     "gang_duration",
     "gang_sizes",
+    "hand_back",
+    "idle_processes",
+    "room",
 ]

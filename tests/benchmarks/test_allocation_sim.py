@@ -211,9 +211,9 @@ def test_where_no_worker_is_told_to_wait_the_two_modes_agree():
 
 
 def test_a_worker_that_hands_back_what_it_must_wait_for_lets_a_host_with_free_devices_run_it():
-    """``pull="handback"``: a candidate told to wait goes back to the queue while another worker with a free process
-    has free devices, so it runs no later than held by its first worker; each still runs where it was last pulled,
-    and every candidate runs once."""
+    """``pull="handback"`` (the real gang worker): a worker pulls only while its host has room, and one told to wait
+    hands the candidate back where ``nas.allocation.hand_back`` says so, so it runs no later than held by its first
+    worker; each still runs where it was last pulled, and every candidate runs once."""
     spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
                       efficiency=0.95)
     cluster = Cluster(2, 2)
@@ -223,4 +223,29 @@ def test_a_worker_that_hands_back_what_it_must_wait_for_lets_a_host_with_free_de
     assert len({p.draw for p in handed.placements}) == handed.evaluations == kept.evaluations
     assert all(p.host == p.pulled_by for p in handed.placements)
     assert [p.host for p in handed.placements] != [p.host for p in kept.placements]
-    assert handed.makespan < kept.makespan
+    assert handed.makespan < kept.makespan and handed.held < kept.held
+
+
+def test_the_simulated_hand_back_is_the_workers_rule_on_the_published_records(monkeypatch):
+    """The simulator hands back through ``nas.allocation.hand_back`` with what the real worker gives it: every host's
+    record (its ``waiting`` included) and the exact free devices of its own host only; at most ``LIMIT`` times per
+    candidate."""
+    from benchmarks import allocation_sim
+    from nas.allocation.handing_back import LIMIT
+
+    calls = []
+    real = allocation_sim.hand_back
+
+    def spy(model, records, pending, now, here, free, search, handed):
+        calls.append((records, here, dict(free), handed))
+        return real(model, records, pending, now, here, free, search, handed)
+
+    monkeypatch.setattr(allocation_sim, "hand_back", spy)
+    spread = Scenario("spread", "generational", {"population": 12, "generations": 2}, duration=100.0, sigma=1.0,
+                      efficiency=0.97)
+    outcome = simulate_search(spread, Cluster(4, 4), "auto", seed=3, pull="handback")
+    assert calls and outcome.handed >= 1
+    assert outcome.evaluations == simulate_search(spread, Cluster(4, 4), "auto", seed=3).evaluations
+    for records, here, free, handed in calls:
+        assert set(free) == {here} and 0 <= handed < LIMIT + 1
+        assert all("waiting" in record for record in records)

@@ -45,7 +45,7 @@ def test_auto_gives_the_generation_tail_more_devices_and_records_why(stack):
 
 def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_policy_computes(stack):
     from evaluators.simulated import draw_duration
-    from nas.allocation import Allocation, Pending, ThroughputModel, decide
+    from nas.allocation import Allocation, Pending, ThroughputModel, decide, hand_back
     from webapp.messaging import allocation_state, cluster_state
 
     gang_worker(stack, "auto", "cpu,cpu", "gang-a", wait=False)
@@ -62,7 +62,8 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
     assert individuals and all(i.status == Individual.Status.DONE for i in individuals.values())
     assert {i.node for i in individuals.values()} <= {"gang-a", "gang-b"}
     decisions = cluster_state.read_decisions(search.pk)
-    taken = {}  # the last decision per individual is the one it ran with (earlier ones were waits)
+    taken = {}  # the last decision per individual is the one it ran with (earlier ones were waits or hand-backs)
+    handed = 0
     for decision in decisions:
         hosts = {record["host"] for record in decision["records"]}
         assert {"gang-a", "gang-b"} <= hosts  # every worker published its host at start: each decision sees both
@@ -71,6 +72,12 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
                        Pending(**{**pending, "probes": tuple(pending["probes"])}), decision["now"], decision["here"],
                        decision["free"], search=decision["search"])
         assert again == Allocation(**decision["choice"])  # the policy, replayed on the published (probed) state
+        if decision["choice"]["host"] is None:  # told to wait: the hand-back it made (or not), replayed
+            moved = hand_back(ThroughputModel.from_state(decision["model"]), decision["records"],
+                              Pending(**{**pending, "probes": tuple(pending["probes"])}), decision["now"],
+                              decision["here"], decision["free"], decision["search"], decision["handed"])
+            assert moved == (Allocation(**decision["hand_back"]) if decision["hand_back"] else None)
+            handed += moved is not None
         taken[decision["individual"]] = decision
     config = config["evaluation"]
     continued = 0
@@ -92,6 +99,8 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
     assert allocation_state.load_model(search.pk).rates_measured(2) >= 1
     assert not allocation_state.probed_waiting(search.pk)  # every probed candidate started
     assert continued >= 1  # a decision that kept the probe's device went on from it
+    # each hand-back sent its candidate through the loop again: it ran once, on the host that started it, and says so
+    assert sum(int(i.metrics.get("allocation_handed", 0)) for i in individuals.values()) == handed
 
 
 def test_a_fixed_number_of_devices_is_used_for_every_candidate(stack):

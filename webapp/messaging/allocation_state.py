@@ -2,7 +2,8 @@
 loop writes it, the workers' allocators read it), the search's throughput model per (host, gang size) (the
 workers update it as their evaluations end, and with each scaling probe's rates), and the candidates a probe timed
 that wait for devices (``nas:gang:probed:<search>``: individual -> seconds on one device; the other workers'
-decisions read them as ``Pending.probes``). All are estimates: a lost update costs one measurement, a missing key
+decisions read them as ``Pending.probes``), and how many times each candidate was handed back by a worker told to
+wait (``nas:gang:handed:<search>``). All are estimates: a lost update costs one measurement, a missing key
 means "no end in sight" and one device each."""
 from __future__ import annotations
 
@@ -80,6 +81,34 @@ def forget_probed(search_id: int, individual: int) -> None:
         transport.client().hdel(probed_key(search_id), str(individual))
     except Exception:
         pass
+
+
+def probed_of(search_id: int, individual: int) -> float | None:
+    """``individual``'s seconds on one device where a probe timed it and it has not started (it was handed back
+    by the worker that probed it: the next one decides with that, without probing again)."""
+    return dict(probed_waiting(search_id)).get(individual)
+
+
+def handed_key(search_id: int) -> str:
+    return f"nas:gang:handed:{search_id}"
+
+
+def hand_backs(search_id: int, individual: int) -> int:
+    """How many times a worker handed ``individual`` back to the queue (``nas.allocation.hand_back``)."""
+    try:
+        return int(transport.client().hget(handed_key(search_id), str(individual)) or 0)
+    except Exception:
+        return 0
+
+
+def count_hand_back(search_id: int, individual: int) -> None:
+    try:
+        pipe = transport.client().pipeline()
+        pipe.hincrby(handed_key(search_id), str(individual), 1)
+        pipe.expire(handed_key(search_id), TTL)
+        pipe.execute()
+    except Exception as error:
+        log.warning("search %s: hand-back of individual %s not counted: %s", search_id, individual, error)
 
 
 def probed_waiting(search_id: int, stale: float = 3600.0) -> list[tuple[int, float]]:

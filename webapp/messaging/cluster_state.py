@@ -2,9 +2,11 @@
 allocator reads to decide with the whole cluster, not only its own host.
 
 Per host a hash ``nas:gang:host:<host>``: field ``info`` (its devices and gang sizes), and one field per evaluation
-running there, of any search (``run:<token>``: search, gang, start time, expected seconds, spread). A worker writes
-``info`` at start and whenever it decides, adds its run when it claims devices and removes it when it releases
-them; every host is listed in the set ``nas:gang:hosts``. A host nobody has touched for ``TTL`` seconds expires (a
+running there, of any search (``run:<token>``: search, gang, start time, expected seconds, spread), and one per
+candidate a pool process holds while told to wait (``wait:<token>``: search, since, seen; read as the record's
+``waiting``, ``nas.allocation.handing_back``). A worker writes ``info`` at start and whenever it decides, adds its
+run when it claims devices and removes it when it releases them, refreshes its wait at each decision and removes it
+when the candidate starts or leaves; every host is listed in the set ``nas:gang:hosts``. A host nobody has touched for ``TTL`` seconds expires (a
 worker that is gone); a run left by a killed process is dropped once it is far beyond what it was expected to take.
 Each decision, with everything it was made from, is kept in a short list per search (``nas:gang:decisions:<search>``),
 so it can be replayed and checked.
@@ -16,6 +18,7 @@ import logging
 import time
 from typing import Any
 
+from nas.allocation.handing_back import WAIT_STALE
 from webapp.messaging import transport
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,32 @@ def remove_run(host: str, token: str) -> None:
         log.warning("host %s: finished evaluation not removed: %s", host, error)
 
 
+def publish_wait(host: str, token: str, entry: dict[str, Any]) -> None:
+    """A pool process of ``host`` holds a candidate it was told to wait with (``{"search", "since", "seen"}``)."""
+    try:
+        pipe = transport.client().pipeline()
+        pipe.hset(host_key(host), f"wait:{token}", json.dumps(entry))
+        pipe.expire(host_key(host), TTL)
+        pipe.execute()
+    except Exception as error:
+        log.warning("host %s: waiting candidate not published: %s", host, error)
+
+
+def remove_wait(host: str, token: str) -> None:
+    try:
+        transport.client().hdel(host_key(host), f"wait:{token}")
+    except Exception as error:
+        log.warning("host %s: waiting candidate not removed: %s", host, error)
+
+
+def waiting_on(host: str, now: float | None = None) -> int:
+    """How many candidates the processes of ``host`` hold while told to wait (raises when Redis cannot be read)."""
+    now = time.time() if now is None else now
+    fields = transport.client().hgetall(host_key(host))
+    return sum(1 for key, value in fields.items() if (key.decode() if isinstance(key, bytes) else key).startswith(
+        "wait:") and now - float(json.loads(value)["seen"]) < WAIT_STALE)
+
+
 def read_hosts(now: float | None = None) -> list[dict[str, Any]]:
     """Every published host's record, sorted by name (empty when Redis cannot be read)."""
     now = time.time() if now is None else now
@@ -81,7 +110,10 @@ def read_hosts(now: float | None = None) -> list[dict[str, Any]]:
         info = json.loads(data["info"])
         running = [json.loads(value) for key, value in sorted(data.items()) if key.startswith("run:")]
         running = [r for r in running if now - float(r["started"]) < STALE * max(1.0, float(r["expected"]))]
-        records.append({"host": name, "devices": int(info["devices"]), "sizes": info["sizes"], "running": running})
+        waiting = [json.loads(value) for key, value in sorted(data.items()) if key.startswith("wait:")]
+        waiting = [w for w in waiting if now - float(w["seen"]) < WAIT_STALE]
+        records.append({"host": name, "devices": int(info["devices"]), "sizes": info["sizes"], "running": running,
+                        "waiting": waiting})
     return records
 
 

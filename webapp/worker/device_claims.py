@@ -18,7 +18,13 @@ probes), it is the evaluation's own first steps on one free device (:func:`probe
 the decision is taken there, and one that keeps that device trains on (``allocation_continued``) instead of
 starting again; any other ends it and places the candidate as decided. The choice, its reason and the expected
 finish of its plan go into the result's metrics (``devices``, ``gang``, ``allocation``, ``allocation_finish``;
-``allocation_probe``: the probed seconds on one device), so the individual records them.
+``allocation_probe``: the probed seconds on one device; ``allocation_handed``: how many times workers told to wait
+handed it back), so the individual records them.
+
+Told to wait, the process holds the candidate (published as the host's ``waiting``) and decides again every
+``poll`` seconds, unless ``nas.allocation.hand_back`` says another host's worker, with a free process, would start
+it now: then it hands the candidate back (``HandedBack``: reported ``skipped``, the loop sends it again, its
+attempt not counted), at most ``handing_back.LIMIT`` times per candidate. A probed candidate keeps its probe.
 """
 from __future__ import annotations
 
@@ -32,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvaluationResult
-from nas.allocation import Allocation, ProbeRule, decide, running_entry, single_seconds
+from nas.allocation import Allocation, ProbeRule, decide, hand_back, running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
+from webapp.worker.hand_back import HandedBack
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +122,15 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
     now, free = time.time(), {host: len(book.free()) + holding}
     state = model.state_dict()  # as it was given: ``decide`` adds the running and probed candidates to the model
     choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
+    handed = allocation_state.hand_backs(search_id, individual["individual"])
+    moved = None
+    if choice.host is None:  # told to wait: another host's worker may start it now
+        moved = hand_back(model, list(records.values()), pending, now, host, free, search_id, handed)
     cluster_state.record_decision(search_id, {
         "individual": individual["individual"], "model": state, "records": list(records.values()),
         "pending": dataclasses.asdict(pending), "search": search_id, "now": now, "here": host, "free": free,
-        "choice": choice.to_dict()})
-    return choice
+        "choice": choice.to_dict(), "handed": handed, "hand_back": moved.to_dict() if moved else None})
+    return moved or choice
 
 
 def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> tuple[float | None, bool]:
@@ -170,25 +181,34 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
     book = ledger()
     sizes = tuple(int(s) for s in os.environ["NAS_GANG_SIZES"].split(","))
     host = os.environ.get("NAS_NODE", "node")
-    search_id = individual["search"]
-    known, probed = None, False
-    if inside_wanted(individual, sizes, book):
+    search_id, number = individual["search"], individual["individual"]
+    known = allocation_state.probed_of(search_id, number)  # probed by a worker that handed it back
+    probed = known is not None
+    if not probed and inside_wanted(individual, sizes, book):
         outcome = probe_inside(individual, sizes, book, host, evaluate)
         if isinstance(outcome, EvaluationResult):
             return outcome
         known, probed = outcome
-    while True:
-        if not probed:  # until a device was free to probe on, or the probe is not wanted
-            known, probed = probe(individual, sizes, book, host)
-        choice = choose(individual, sizes, book, host, known)
-        gang = choice.gang if choice.host is not None else min(sizes)
-        held = book.claim(gang) if choice.host is not None else None
-        if held is not None:
-            break
-        if transport.is_stopped(search_id):
-            allocation_state.forget_probed(search_id, individual["individual"])
-            return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
-        time.sleep(poll)
+    waiting = f"{os.getpid()}-{number}"
+    since = time.time()
+    try:
+        while True:
+            if not probed:  # until a device was free to probe on, or the probe is not wanted
+                known, probed = probe(individual, sizes, book, host)
+            choice = choose(individual, sizes, book, host, known)
+            if choice.rule == "handback":
+                allocation_state.count_hand_back(search_id, number)
+                raise HandedBack(choice.reason[:500])
+            held = book.claim(choice.gang) if choice.host is not None else None
+            if held is not None:
+                break
+            if transport.is_stopped(search_id):
+                allocation_state.forget_probed(search_id, number)
+                return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
+            cluster_state.publish_wait(host, waiting, {"search": search_id, "since": since, "seen": time.time()})
+            time.sleep(poll)
+    finally:
+        cluster_state.remove_wait(host, waiting)
     token = _started(individual, book, host, held, known)
     started = time.perf_counter()
     try:
@@ -225,6 +245,9 @@ def _recorded(individual: dict[str, Any], result: EvaluationResult, book: Ledger
         metrics["allocation_probe"] = f"{known:.1f}"
     if continued:
         metrics["allocation_continued"] = "probe"  # trained on from its probe's steps, not started again
+    handed = allocation_state.hand_backs(individual["search"], individual["individual"])
+    if handed:
+        metrics["allocation_handed"] = str(handed)  # workers told to wait handed it back this many times
     return result.with_fields(metrics=metrics)
 
 

@@ -2,7 +2,7 @@
 handed nothing it would only give back), and consumes them again once resumed; started with
 ``evalworker --exit-when-drained``, it exits once drained (nothing running, nothing reserved).
 
-This is only the tap: whether a slot runs what it is handed is decided by the runner
+This is only the tap (a gang worker's has a second valve, ``webapp.worker.gang_tap``): whether a slot runs what it is handed is decided by the runner
 (``webapp.worker.runner.evaluate_individual``), which skips anything a non-active node receives anyway (a
 message reserved before the tap closed). It runs on the consumer's own event loop (Celery's timer), where
 cancelling and adding queues is safe.
@@ -66,10 +66,16 @@ class Intake:
 
 
 def watch(consumer: Any) -> Intake | None:
-    """Start following the node's state (an evaluation worker only: ``NAS_NODE`` is set)."""
+    """Start following the node's state (an evaluation worker only: ``NAS_NODE`` is set); a gang worker also
+    pulls only while its host has room (``webapp.worker.gang_tap``)."""
     node = os.environ.get("NAS_NODE")
     if not node or getattr(consumer, "timer", None) is None:
         return None
     intake = Intake(consumer, node, os.environ.get("NAS_EXIT_WHEN_DRAINED") == "1")
     consumer.timer.call_repeatedly(EVERY, intake.check)
+    if os.environ.get("NAS_GANG_DEVICES"):
+        from webapp.worker.gang_tap import GangTap
+
+        tap = GangTap(consumer, node)
+        consumer.timer.call_repeatedly(EVERY, tap.check)
     return intake
