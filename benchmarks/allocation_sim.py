@@ -142,20 +142,21 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
 
     ``pull``: who gets a candidate whose worker is told to wait. ``"host"`` (the tables so far): the next candidate
     is offered to the hosts with free devices, the most first, and one told to wait is offered to the next such
-    host. ``"worker"`` (the real gang worker, ``webapp.worker.device_claims.run_on_gang``): each host's worker has
+    host. ``"worker"`` (the gang worker before its room rule and hand-back): each host's worker has
     one pool process per smallest gang (``devices // min(sizes)``, as ``evalworker --gang`` starts it), each holds
     one candidate at a time, running or waiting; a worker with a process holding none pulls the next candidate
     whatever its free devices (even none), the one that has waited longest first (Celery's workers block on the
     queue's Redis list, ``BRPOP``, which serves the longest-blocked first; a worker asks again, at the back, as soon
     as it has a free process), decides for its own host, and, told to wait, keeps the candidate (holding no
     device) and decides again for that host whenever anything changes (the real one every 0.2 s), while its other
-    processes and the other workers pull the next candidates (the gang worker before its tap and hand-back).
-    ``"handback"`` (the real gang worker now): as ``"worker"``, except that a worker pulls only while its host has
-    room (``nas.allocation.room``, ``webapp.worker.gang_tap``: free devices for a smallest gang beyond those its held candidates need;
-    the real one recomputes it every second, here at each pull), and that one told to wait hands the candidate back
-    to the end of the queue where ``nas.allocation.hand_back`` says so (from the same host records: another host's
-    worker has a free process and the planner would start it there now), at most ``handing_back.LIMIT`` times
-    per candidate. The n-th candidate asked takes the n-th draw in every mode."""
+    processes and the other workers pull the next candidates.
+    ``"handback"`` (the real gang worker, ``webapp.worker.device_claims.run_on_gang``): as ``"worker"``, except that
+    a worker pulls only while its host has room (``nas.allocation.room``, ``webapp.worker.gang_tap``: free devices
+    for a smallest gang beyond those its held candidates need; the real one recomputes it every second, here at each
+    pull), and that one told to wait hands the candidate back to the end of the queue where
+    ``nas.allocation.hand_back`` says so (from the same host records: another host's worker has a free process and
+    the planner would start it there now), at most ``handing_back.LIMIT`` times per candidate. The n-th candidate
+    asked takes the n-th draw in every mode."""
     if pull not in PULLS:
         raise ValueError(f"`pull` must be one of {', '.join(PULLS)} (got {pull!r})")
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)

@@ -201,9 +201,8 @@ class SearchLoop(LoopShell):
             self.strategy.tell(individual.number, result)
 
     def _skipped(self, search: Search, individual: Individual, message: messages.Skipped, batch: Batch) -> None:
-        """A slot dropped it (the search was stopped, its node paused, a gang worker told to wait handed it back, or
-        it cannot read the data set: then its attempt and a notice are recorded): sent again at once if the search runs, else marked not sent (no copy
-        of it is left in the queue) until a resume sends it."""
+        """A slot gave it back (search stopped, node paused, a gang worker told to wait, data set unreadable: its
+        attempt and a notice recorded): sent again at once if the search runs, else not sent until a resume."""
         if individual.status in Individual.FINAL:
             return
         recording.mark_given_back(individual)

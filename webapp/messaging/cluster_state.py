@@ -6,10 +6,10 @@ running there, of any search (``run:<token>``: search, gang, start time, expecte
 candidate a pool process holds while told to wait (``wait:<token>``: search, since, seen; read as the record's
 ``waiting``, ``nas.allocation.handing_back``). A worker writes ``info`` at start and whenever it decides, adds its
 run when it claims devices and removes it when it releases them, refreshes its wait at each decision and removes it
-when the candidate starts or leaves; every host is listed in the set ``nas:gang:hosts``. A host nobody has touched for ``TTL`` seconds expires (a
-worker that is gone); a run left by a killed process is dropped once it is far beyond what it was expected to take.
-Each decision, with everything it was made from, is kept in a short list per search (``nas:gang:decisions:<search>``),
-so it can be replayed and checked.
+when the candidate starts or leaves; every host is listed in the set ``nas:gang:hosts``. A host nobody has touched
+for ``TTL`` seconds expires (a worker that is gone); a run left by a killed process is dropped once it is far beyond
+what it was expected to take. Each decision, with everything it was made from, is kept in a short list per search
+(``nas:gang:decisions:<search>``), so it can be replayed and checked.
 """
 from __future__ import annotations
 

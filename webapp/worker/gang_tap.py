@@ -9,10 +9,10 @@ real strategies and decisions: up to 1.53x the best fixed split where a central 
 
 The rule, the one the benchmark's simulator plays (``benchmarks/allocation_sim.py``, ``pull="handback"``): every
 ``EVERY`` seconds the worker's main process counts its host's free devices (its ledger) and its candidates told to
-wait (``webapp.messaging.cluster_state``'s ``waiting``), and allows as many more messages as there are smallest gangs
-in ``free - smallest x waiting``; Celery's consumer asks its queue only while fewer are held (patched
-``can_consume``, as Celery's own ``worker_disable_prefetch`` does for Redis; ``nas.allocation.room``). A candidate that ends, or is handed
-back, frees its message at once; the allowance is recomputed at the next check.
+wait (``webapp.messaging.cluster_state``'s ``waiting``), and allows as many more messages as there are smallest
+gangs in ``free - smallest x waiting``; Celery's consumer asks its queue only while fewer are held (patched
+``can_consume``, as Celery's own ``worker_disable_prefetch`` does for Redis; ``nas.allocation.room``). A candidate
+that ends, or is handed back, frees its message at once; the allowance is recomputed at the next check.
 """
 from __future__ import annotations
 

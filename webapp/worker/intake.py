@@ -2,10 +2,10 @@
 handed nothing it would only give back), and consumes them again once resumed; started with
 ``evalworker --exit-when-drained``, it exits once drained (nothing running, nothing reserved).
 
-This is only the tap (a gang worker's has a second valve, ``webapp.worker.gang_tap``): whether a slot runs what it is handed is decided by the runner
-(``webapp.worker.runner.evaluate_individual``), which skips anything a non-active node receives anyway (a
-message reserved before the tap closed). It runs on the consumer's own event loop (Celery's timer), where
-cancelling and adding queues is safe.
+This is only the tap (a gang worker's has a second valve, ``webapp.worker.gang_tap``): whether a slot runs what it
+is handed is decided by the runner (``webapp.worker.runner.evaluate_individual``), which skips anything a non-active
+node receives anyway (a message reserved before the tap closed). It runs on the consumer's own event loop (Celery's
+timer), where cancelling and adding queues is safe.
 """
 from __future__ import annotations
 
