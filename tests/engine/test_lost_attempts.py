@@ -186,3 +186,25 @@ def test_an_evaluation_that_ends_while_the_loop_reads_its_beat_is_recorded_not_l
     assert not Attempt.objects.filter(individual__search=search, outcome="lost").exists()
     assert set(Individual.objects.filter(search=search).values_list("attempts", flat=True)) == {1}
     assert cleared_after_push and all(cleared_after_push)
+
+
+@pytest.mark.django_db
+def test_a_candidate_its_slot_gave_back_is_not_lost_when_the_slot_starts_the_next():
+    """A gang worker told to wait hands its candidate back (``skipped``) and its slot pulls the next one: the loop
+    reads the skip before that start, so the candidate it gave back is queued, never taken for an attempt that
+    died on the slot (a lost attempt recorded, and the candidate sent twice)."""
+    search = lifecycle.create_search(owner(), "given back", CONFIG)
+    search.status = "running"
+    search.save()
+    a, b = (Individual.objects.create(search=search, number=n, genome={}, key=f"k{n}", status="queued",
+                                      dispatched=search.created) for n in range(2))
+    assert recording.mark_started(a, started(a, "vm/cpux2/0"))
+    recording.mark_given_back(a)
+    assert recording.mark_started(b, started(b, "vm/cpux2/0")) and recording.lost_on_slot(b) == []
+    a.refresh_from_db()
+    assert a.status == "queued" and not Attempt.objects.filter(individual=a).exists()
+    Individual.objects.filter(pk=b.pk).update(status="done")  # a late skip never reopens a final individual
+    b.refresh_from_db()
+    recording.mark_given_back(b)
+    b.refresh_from_db()
+    assert b.status == "done"
