@@ -12,7 +12,9 @@ The rule, the one the benchmark's simulator plays (``benchmarks/allocation_sim.p
 wait (``webapp.messaging.cluster_state``'s ``waiting``), and allows as many more messages as there are smallest
 gangs in ``free - smallest x waiting``; Celery's consumer asks its queue only while fewer are held (patched
 ``can_consume``, as Celery's own ``worker_disable_prefetch`` does for Redis; ``nas.allocation.room``). A candidate
-that ends, or is handed back, frees its message at once; the allowance is recomputed at the next check.
+that ends, or is handed back, frees its message at once; the allowance is recomputed at the next check. A message
+can still reach a host within about 2 s of its devices filling up (the next check, and a wait for a message already
+asked of Redis, which ends within kombu's ``brpop_timeout`` of 1 s): that candidate waits or is handed back as any.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class GangTap:
         self.book = device_claims.ledger()
         self.smallest = min(int(size) for size in os.environ["NAS_GANG_SIZES"].split(","))
         self.limit: int | None = None  # messages this worker may hold; None: not computed yet (Celery's own limit)
+        self.more: int | None = None  # the room at the last check (logged when it changes)
 
     def held(self) -> int:
         from celery.worker import state
@@ -49,7 +52,13 @@ class GangTap:
         except Exception as error:  # Redis restarting: keep the allowance as it is
             log.warning("gang worker %s: waiting candidates not read: %s", self.host, error)
             return
-        self.limit = self.held() + room(len(self.book.free()), waiting, self.smallest)
+        free = len(self.book.free())
+        more = room(free, waiting, self.smallest)
+        if more != self.more:
+            log.info("gang worker %s: room for %d more candidate(s) (%d free device(s), %d candidate(s) waiting here)",
+                     self.host, more, free, waiting)
+            self.more = more
+        self.limit = self.held() + more
         self.install()
 
     def install(self) -> None:
