@@ -127,3 +127,23 @@ def test_the_gang_worker_pulls_only_while_its_host_has_room(gang_host, tmp_path,
     assert tap.limit == 0 and not qos.can_consume()
     assert qos.can_consume.__func__ is installed  # installed once, not wrapped again at each check
     assert [room(4, 0, 1), room(4, 1, 2), room(3, 0, 2), room(1, 2, 1)] == [4, 1, 1, 0]
+
+
+def test_a_hand_back_decided_at_the_probe_inside_the_evaluation_hands_back_once_the_device_is_free(gang_host,
+                                                                                                   monkeypatch):
+    moved = Allocation("gang-b", 2, "handed back from gang-a (first time): ...", "handback")
+    monkeypatch.setattr(device_claims, "inside_wanted", lambda *args: True)
+    monkeypatch.setattr(device_claims, "choose", lambda *args, **kwargs: moved)
+    book = device_claims.ledger()
+    book.release([1])  # one device free to probe on
+    ran = []
+
+    def evaluate(devices, on_probe=None):
+        ran.append(devices)
+        assert on_probe(10.0, 1000.0) is False  # the decision at its probe: not this device
+        return device_claims.EvaluationResult.failed("declined", "ended at its probe")
+
+    with pytest.raises(HandedBack, match="handed back from gang-a"):
+        device_claims.run_on_gang(candidate(44), evaluate)
+    assert ran == [["cpu"]] and 1 in book.free()  # probed on one device, given back before handing back
+    assert allocation_state.hand_backs(SEARCH, 44) == 1  # counted once

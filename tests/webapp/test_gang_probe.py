@@ -18,6 +18,7 @@ def shared(monkeypatch):
                         lambda search, host, rates: calls["rates"].append((host, rates)))
     monkeypatch.setattr(device_claims.allocation_state, "record_probed",
                         lambda search, individual, single: calls["probed"].append((individual, single)))
+    monkeypatch.setattr(device_claims.allocation_state, "hand_backs", lambda search, individual: 0)
     return calls
 
 

@@ -197,8 +197,7 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
                 known, probed = probe(individual, sizes, book, host)
             choice = choose(individual, sizes, book, host, known)
             if choice.rule == "handback":
-                allocation_state.count_hand_back(search_id, number)
-                raise HandedBack(choice.reason[:500])
+                hand_back_now(individual, choice)
             held = book.claim(choice.gang) if choice.host is not None else None
             if held is not None:
                 break
@@ -249,6 +248,12 @@ def _recorded(individual: dict[str, Any], result: EvaluationResult, book: Ledger
     if handed:
         metrics["allocation_handed"] = str(handed)  # workers told to wait handed it back this many times
     return result.with_fields(metrics=metrics)
+
+
+def hand_back_now(individual: dict[str, Any], choice: Allocation) -> None:
+    """Hand ``individual`` back to the queue as ``choice`` (a ``handback``) says: counted, then ``HandedBack``."""
+    allocation_state.count_hand_back(individual["search"], individual["individual"])
+    raise HandedBack(choice.reason[:500])
 
 
 def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger) -> bool:
@@ -304,6 +309,8 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
         log.info("individual %s: trained on from its probe (~%s s on one device)", number, state["known"])
         return _recorded(individual, result, book, host, held, state["choice"], state["known"],
                          time.perf_counter() - started, continued=True)
+    if state["choice"] is not None and state["choice"].rule == "handback":
+        hand_back_now(individual, state["choice"])  # its probe's decision handed it back: at once, not decided again
     if state["choice"] is None:
         log.warning("individual %s: its evaluation ended before its probe's decision (%s %s); decided without it",
                     number, result.failure, result.message)
