@@ -45,48 +45,53 @@ def publish_host(host: str, devices: int, sizes: tuple[int, ...]) -> None:
         log.warning("host %s: state not published: %s", host, error)
 
 
-def publish_run(host: str, token: str, entry: dict[str, Any]) -> None:
-    """An evaluation started on ``host`` (``nas.allocation.running_entry``)."""
+def _put(host: str, field: str, entry: dict[str, Any], what: str) -> None:
+    """Set one field of ``host``'s record (and keep the record alive); a Redis error is logged, never raised."""
     try:
         pipe = transport.client().pipeline()
-        pipe.hset(host_key(host), f"run:{token}", json.dumps(entry))
+        pipe.hset(host_key(host), field, json.dumps(entry))
         pipe.expire(host_key(host), TTL)
         pipe.execute()
     except Exception as error:
-        log.warning("host %s: running evaluation not published: %s", host, error)
+        log.warning("host %s: %s not published: %s", host, what, error)
+
+
+def _drop(host: str, field: str, what: str) -> None:
+    try:
+        transport.client().hdel(host_key(host), field)
+    except Exception as error:
+        log.warning("host %s: %s not removed: %s", host, what, error)
+
+
+def publish_run(host: str, token: str, entry: dict[str, Any]) -> None:
+    """An evaluation started on ``host`` (``nas.allocation.running_entry``)."""
+    _put(host, f"run:{token}", entry, "running evaluation")
 
 
 def remove_run(host: str, token: str) -> None:
-    try:
-        transport.client().hdel(host_key(host), f"run:{token}")
-    except Exception as error:
-        log.warning("host %s: finished evaluation not removed: %s", host, error)
+    _drop(host, f"run:{token}", "finished evaluation")
 
 
 def publish_wait(host: str, token: str, entry: dict[str, Any]) -> None:
     """A pool process of ``host`` holds a candidate it was told to wait with (``{"search", "since", "seen"}``)."""
-    try:
-        pipe = transport.client().pipeline()
-        pipe.hset(host_key(host), f"wait:{token}", json.dumps(entry))
-        pipe.expire(host_key(host), TTL)
-        pipe.execute()
-    except Exception as error:
-        log.warning("host %s: waiting candidate not published: %s", host, error)
+    _put(host, f"wait:{token}", entry, "waiting candidate")
 
 
 def remove_wait(host: str, token: str) -> None:
-    try:
-        transport.client().hdel(host_key(host), f"wait:{token}")
-    except Exception as error:
-        log.warning("host %s: waiting candidate not removed: %s", host, error)
+    _drop(host, f"wait:{token}", "waiting candidate")
+
+
+def _waiting(fields: dict[str, Any], now: float) -> list[dict[str, Any]]:
+    """The fresh ``wait:`` entries of a host's record (its fields, names decoded)."""
+    entries = [json.loads(value) for key, value in sorted(fields.items()) if key.startswith("wait:")]
+    return [entry for entry in entries if now - float(entry["seen"]) < WAIT_STALE]
 
 
 def waiting_on(host: str, now: float | None = None) -> int:
     """How many candidates the processes of ``host`` hold while told to wait (raises when Redis cannot be read)."""
-    now = time.time() if now is None else now
     fields = transport.client().hgetall(host_key(host))
-    return sum(1 for key, value in fields.items() if (key.decode() if isinstance(key, bytes) else key).startswith(
-        "wait:") and now - float(json.loads(value)["seen"]) < WAIT_STALE)
+    decoded = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
+    return len(_waiting(decoded, time.time() if now is None else now))
 
 
 def read_hosts(now: float | None = None) -> list[dict[str, Any]]:
@@ -110,10 +115,8 @@ def read_hosts(now: float | None = None) -> list[dict[str, Any]]:
         info = json.loads(data["info"])
         running = [json.loads(value) for key, value in sorted(data.items()) if key.startswith("run:")]
         running = [r for r in running if now - float(r["started"]) < STALE * max(1.0, float(r["expected"]))]
-        waiting = [json.loads(value) for key, value in sorted(data.items()) if key.startswith("wait:")]
-        waiting = [w for w in waiting if now - float(w["seen"]) < WAIT_STALE]
         records.append({"host": name, "devices": int(info["devices"]), "sizes": info["sizes"], "running": running,
-                        "waiting": waiting})
+                        "waiting": _waiting(data, now)})
     return records
 
 
