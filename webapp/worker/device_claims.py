@@ -122,9 +122,9 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
     now, free = time.time(), {host: len(book.free()) + holding}
     state = model.state_dict()  # as it was given: ``decide`` adds the running and probed candidates to the model
     choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
-    handed = allocation_state.hand_backs(search_id, individual["individual"])
-    moved = None
+    handed, moved = 0, None
     if choice.host is None:  # told to wait: another host's worker may start it now
+        handed = allocation_state.hand_backs(search_id, individual["individual"])
         moved = hand_back(model, list(records.values()), pending, now, host, free, search_id, handed)
     cluster_state.record_decision(search_id, {
         "individual": individual["individual"], "model": state, "records": list(records.values()),
