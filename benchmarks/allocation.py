@@ -30,6 +30,7 @@ from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
 from benchmarks.allocation_oracle import TRUTHS  # noqa: E402
 from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Probe, Scenario, grid_scenario  # noqa: E402
 from benchmarks.allocation_sim import PULLS, simulate_search  # noqa: E402
+from nas.allocation.handing_back import LIMIT as HAND_BACKS  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
 SPLITS = (1, 2, 4)
@@ -83,9 +84,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="who gets a candidate whose worker is told to wait (host: it is offered to the next host "
                              "with free devices, the tables so far; worker: the worker that pulled it keeps it and "
                              "decides again for its own host while its other pool processes pull the next ones, as the "
-                             "real gang worker does, webapp.worker.device_claims.run_on_gang; handback: as worker, "
-                             "but a worker told to wait when another worker with a free process has free devices "
-                             "hands the candidate back to the queue, which no real worker does yet)")
+                             "gang worker did before its room rule and hand-back; handback: the real gang worker, "
+                             "webapp.worker.device_claims.run_on_gang: a worker pulls only while its host has room, "
+                             "and one told to wait hands the candidate back, to the front of the queue, when the "
+                             "planner would start it now on a host whose worker has a free process and room)")
     args = parser.parse_args(argv)
     probe = dataclasses.replace(PROBE, continues=args.continues)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
@@ -133,13 +135,17 @@ def main(argv: list[str] | None = None) -> None:
                    "its wide gang, goes on from there and loses only the other part"}[args.continues]
         + "; `auto`: without probes."
         + {"host": " A candidate whose worker is told to wait is offered to the next host with free devices.",
-           "worker": " As the real gang worker pulls (`--pull worker`): each host's worker has one pool process per "
+           "worker": " As the gang worker pulled before its room rule and hand-back (`--pull worker`): each host's "
+                     "worker has one pool process per "
                      "smallest gang, each holding one candidate, running or waiting; one told to wait keeps its "
                      "candidate and decides again for its own host as devices change, while the other processes "
                      "pull the next candidates.",
-           "handback": " As the real gang worker pulls, except (`--pull handback`, not in the real worker yet) that a "
-                       "worker told to wait hands the candidate back to the queue when another worker with a free "
-                       "process has free devices; it holds it otherwise."}[args.pull]
+           "handback": " As the real gang worker pulls (`--pull handback`): each host's worker has one pool process "
+                       "per smallest gang, each holding one candidate, running or waiting, and pulls only while its "
+                       "host has room (free devices for a smallest gang beyond what its held candidates need); one "
+                       "told to wait hands the candidate back, to the front of the queue (the loop re-sends it with "
+                       "Celery's first priority), when the planner would start it now on a host whose worker has a "
+                       f"free process and room (at most {HAND_BACKS} times), and holds it otherwise."}[args.pull]
         + (" `oracle` (`benchmarks/allocation_oracle.py`): the same planner and decision told the truth: the true "
            "efficiency per gang size, the durations' true median and spread, every asked candidate's own length "
            "(`Pending.known`, `Pending.probes`) and every running one's exact time left; no probe, none paid "

@@ -153,10 +153,10 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     ``"handback"`` (the real gang worker, ``webapp.worker.device_claims.run_on_gang``): as ``"worker"``, except that
     a worker pulls only while its host has room (``nas.allocation.room``, ``webapp.worker.gang_tap``: free devices
     for a smallest gang beyond those its held candidates need; the real one recomputes it every second, here at each
-    pull), and that one told to wait hands the candidate back to the end of the queue where
-    ``nas.allocation.hand_back`` says so (from the same host records: another host's worker has a free process and
-    the planner would start it there now), at most ``handing_back.LIMIT`` times per candidate. The n-th candidate
-    asked takes the n-th draw in every mode."""
+    pull), and that one told to wait hands the candidate back where ``nas.allocation.hand_back`` says so (from the
+    same host records: another host's worker has a free process and room, and the planner would start it there
+    now), to the front of the queue (the loop re-sends it with the first priority), at most ``handing_back.LIMIT``
+    times per candidate. The n-th candidate asked takes the n-th draw in every mode."""
     if pull not in PULLS:
         raise ValueError(f"`pull` must be one of {', '.join(PULLS)} (got {pull!r})")
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
@@ -231,10 +231,11 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                          handed[index]) or choice
 
     def give_back(candidate: Any, index: int, here: str) -> None:
-        """The worker of ``here`` hands the candidate back: to the end of the queue; its process is free."""
+        """The worker of ``here`` hands the candidate back: to the front of the queue (the loop re-sends it with the
+        first priority); its process is free."""
         handed[index] += 1
         outcome.handed += 1
-        waiting.append((candidate, index))
+        waiting.appendleft((candidate, index))
         hosted[here] -= 1
         if here not in line:
             line.append(here)

@@ -12,7 +12,7 @@ Pure Python and numpy: the control loop, the benchmarks and the tests use it wit
 from __future__ import annotations
 
 from nas.allocation.cluster import decide, host_state, running_entry
-from nas.allocation.handing_back import hand_back, idle_processes, room
+from nas.allocation.handing_back import hand_back, idle_processes, room, spare
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
@@ -37,4 +37,5 @@ __all__ = [
     "hand_back",
     "idle_processes",
     "room",
+    "spare",
 ]

@@ -4,10 +4,12 @@ real worker (``webapp.worker.device_claims``) and the benchmark's simulator (``b
 A worker decides only for its own host (a gang never spans hosts). Told to wait there, it would hold the candidate,
 and with it one of its pool processes, until its devices free up, while another host may have devices idle and a
 pool process free to pull it. The rule: **hand the candidate back when the allocator, free to choose any host,
-would start it now on another host whose worker has a pool process free** (the same decision, ``decide`` with no
-``here``; hosts without a free process count as having no free devices). The candidate goes back to the end of the
-queue and the next free worker pulls it; a candidate is handed back at most ``limit`` times, then waits where it is
-(no ping-pong between hosts that each expect the other to be faster).
+would start it now on another host whose worker would pull it** (the same decision, ``decide`` with no ``here``,
+over the hosts whose worker has a pool process free and room, with their :func:`spare` devices as the free ones; the
+others count as having none). The loop sends it again ahead of the queue (``webapp.messaging.dispatch``: a re-sent
+packet has Celery's first priority), so it keeps its turn, and the next worker with room pulls it; a candidate is
+handed back at most ``limit`` times, then waits where it is (no ping-pong between hosts that each expect the other
+to be faster).
 
 A host's pool processes (``evalworker --gang`` starts ``devices // min(sizes)``) each hold one candidate, running
 or waiting: a host's record lists what runs there (``running``) and, as ``waiting``, the candidates its processes
@@ -25,8 +27,9 @@ from nas.allocation.cluster import decide
 from nas.allocation.model import ThroughputModel
 from nas.allocation.policy import Allocation, Pending
 
-#: how many times one candidate may be handed back before it waits where it is
-LIMIT = 3
+#: how many times one candidate may be handed back before it waits where it is (a guard: a hand-back goes only to a
+#: worker with room, so ping-pong needs the hosts' state to change under it)
+LIMIT = 10
 #: a waiting entry not refreshed for this many seconds is a leftover of a process that is gone
 WAIT_STALE = 60.0
 
@@ -36,10 +39,23 @@ def processes(record: Mapping[str, Any]) -> int:
     return int(record["devices"]) // max(1, min(int(size) for size in record["sizes"]))
 
 
+def _held(record: Mapping[str, Any], now: float) -> int:
+    """The candidates a host's processes hold while told to wait (entries refreshed within ``WAIT_STALE``)."""
+    return sum(now - float(w.get("seen", w.get("since", now))) < WAIT_STALE for w in record.get("waiting", ()))
+
+
 def idle_processes(record: Mapping[str, Any], now: float) -> int:
     """The pool processes of a host holding no candidate (neither running nor waiting one)."""
-    waiting = [w for w in record.get("waiting", ()) if now - float(w.get("seen", w.get("since", now))) < WAIT_STALE]
-    return max(0, processes(record) - len(record.get("running", ())) - len(waiting))
+    return max(0, processes(record) - len(record.get("running", ())) - _held(record, now))
+
+
+def spare(record: Mapping[str, Any], now: float) -> int:
+    """A host's idle devices beyond what its held candidates need (the devices its worker's :func:`room` pulls
+    for), from its record: devices less those its running evaluations (of any search) hold, less a smallest gang
+    per held candidate."""
+    smallest = max(1, min(int(size) for size in record["sizes"]))
+    idle = int(record["devices"]) - sum(int(r["gang"]) for r in record.get("running", ()))
+    return max(0, idle - smallest * _held(record, now))
 
 
 def room(free: int, waiting: int, smallest: int) -> int:
@@ -56,11 +72,15 @@ def hand_back(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pend
     exact idle devices where known (this host's); ``handed``: how many times the candidate was handed back."""
     if handed >= limit:
         return None
-    pulling = {str(r["host"]) for r in records if str(r["host"]) != here and idle_processes(r, now) > 0}
+    # the hosts whose worker would pull it now: a process free and room (devices beyond its held candidates'),
+    # with those devices as the free ones (the others' free devices are taken by what they hold)
+    pulling = {str(r["host"]): spare(r, now) for r in records
+               if str(r["host"]) != here and idle_processes(r, now) > 0 and spare(r, now) > 0}
     if not pulling:
         return None
     exact = {str(r["host"]): 0 for r in records if str(r["host"]) not in pulling}  # no process to pull it there
     exact.update({name: count for name, count in (free or {}).items() if name not in pulling})
+    exact.update(pulling)
     choice = decide(model, records, pending, now, None, exact, search)
     if choice.host not in pulling:
         return None

@@ -32,7 +32,7 @@ def test_the_top_genomes_are_retrained_as_final_runs_the_strategy_never_sees(eng
     search = lifecycle.launch(lifecycle.create_search(owner(), "final", CONFIG))
     trained: dict[int, dict] = {}
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         for item in packet["ind_set"]:
             trained[item["number"]] = item["training"]
         runner.evaluate_packet(packet, signature, task_id)

@@ -27,7 +27,7 @@ def test_a_whole_search_runs_with_a_send_that_evaluates_in_place(engine, monkeyp
     search = lifecycle.launch(lifecycle.create_search(owner(), "no celery", CONFIG))
     sent: list[tuple[str, int]] = []
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         signing.parse(packet, signature)  # what the loop sends is a valid signed packet ...
         sent.append((queue, packet["ind_len"]))
         runner.evaluate_packet(packet, signature, task_id)  # ... which the worker's code evaluates here
@@ -54,7 +54,7 @@ def test_a_search_whose_every_evaluation_failed_ends_failed_with_the_reason(engi
         "DatasetMissing", "no data", timings={"total": 0.01}, device="simulated"))
     search = lifecycle.launch(lifecycle.create_search(owner(), "all fail", CONFIG))
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         runner.evaluate_packet(packet, signature, task_id)
 
     owner_id = lease.new_owner()
@@ -76,7 +76,7 @@ def test_a_search_stopped_before_its_first_result_says_its_speedup_waits(engine,
     monkeypatch.setattr(lifecycle.dispatch, "start_loop", lambda search_id: None)
     search = lifecycle.launch(lifecycle.create_search(owner(), "stopped early", CONFIG))
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         lifecycle.stop(Search.objects.get(pk=search.pk))  # stopped while its first packet is on its way
 
     owner_id = lease.new_owner()

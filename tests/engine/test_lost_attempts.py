@@ -102,7 +102,7 @@ def test_a_loop_queues_again_and_announces_an_attempt_its_slot_outlived(engine, 
     held: list[tuple[dict, str, int]] = []
     victim: list[int] = []
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         parsed = signing.parse(packet, signature)
         share = parsed.nbytes() // max(parsed.ind_len, 1)
         todo = list(parsed.ind_set)
@@ -150,7 +150,7 @@ def test_an_evaluation_that_ends_while_the_loop_reads_its_beat_is_recorded_not_l
     waiting: list[tuple[dict, str, int]] = []
     sent: list[int] = []
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         parsed = signing.parse(packet, signature)
         share = parsed.nbytes() // max(parsed.ind_len, 1)
         me = slots.identity()

@@ -54,7 +54,7 @@ def test_a_check_with_two_trainings_per_path_ranks_by_loss_in_process(engine, mo
     search = lifecycle.launch(lifecycle.create_search(owner(), "oneshot", CHECKED))
     seeds: dict[int, int] = {}
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         seeds.update((item["number"], item["training"]["seed"]) for item in packet["ind_set"])
         runner.evaluate_packet(packet, signature, task_id)
 

@@ -145,7 +145,7 @@ def test_a_tiny_oneshot_search_runs_its_four_phases_in_process(engine, monkeypat
     search = lifecycle.launch(lifecycle.create_search(owner(), "oneshot", TINY))
     sent: list[list[str]] = []
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         sent.append([item["evaluation"].get("mode") for item in packet["ind_set"]])
         runner.evaluate_packet(packet, signature, task_id)
 

@@ -32,7 +32,7 @@ CONFIG = {"space": {"name": "chain", "max_layers": 4},
 def run_in_threads(search: Search) -> list[threading.Thread]:
     threads: list[threading.Thread] = []
 
-    def send(packet: dict, signature: str, task_id: str, queue: str) -> None:
+    def send(packet: dict, signature: str, task_id: str, queue: str, first: bool = False) -> None:
         thread = threading.Thread(target=runner.evaluate_packet, args=(packet, signature, task_id), daemon=True)
         thread.start()
         threads.append(thread)

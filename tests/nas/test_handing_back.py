@@ -1,11 +1,11 @@
 """When a gang worker told to wait hands its candidate back (``nas.allocation.hand_back``): only to a host whose
-worker has a free pool process and where the planner, free to choose the host, would start it now; at most
-``LIMIT`` times per candidate."""
+worker has a free pool process and room (idle devices beyond what its held candidates need), where the planner,
+free to choose the host, would start it now; at most ``LIMIT`` times per candidate."""
 from __future__ import annotations
 
 import pytest
 
-from nas.allocation import Pending, ThroughputModel, decide, hand_back, idle_processes, running_entry
+from nas.allocation import Pending, ThroughputModel, decide, hand_back, idle_processes, running_entry, spare
 from nas.allocation.handing_back import LIMIT, WAIT_STALE
 
 NOW = 1000.0
@@ -26,6 +26,15 @@ def test_idle_processes_count_what_runs_and_what_waits_and_drop_stale_waits():
     assert idle_processes(record("a", running=2, waiting=1), NOW) == 1
     assert idle_processes(record("a", running=4, waiting=2), NOW) == 0  # never below none
     assert idle_processes(record("a", waiting=3, seen=NOW - WAIT_STALE - 1), NOW) == 4  # their process is gone
+
+
+def test_spare_devices_are_the_idle_ones_less_a_smallest_gang_per_held_candidate():
+    assert spare(record("a"), NOW) == 4
+    assert spare(record("a", running=1, waiting=2), NOW) == 1
+    assert spare(record("a", running=3, waiting=2), NOW) == 0  # never below none
+    assert spare(record("a", running=1, waiting=2, seen=NOW - WAIT_STALE - 1), NOW) == 3  # their process is gone
+    pairs = dict(record("a", waiting=1), sizes=[2, 4])
+    assert spare(pairs, NOW) == 2  # its smallest gang is 2
 
 
 def test_a_candidate_told_to_wait_goes_to_a_host_that_would_start_it_now():
@@ -55,6 +64,20 @@ def test_no_hand_back_where_the_planner_would_not_start_it_elsewhere_now():
     b["running"] = [running_entry(1, 2, NOW - 10.0, model, "b") for _ in range(2)]
     records = [record("a", running=4, model=model), b]
     assert idle_processes(b, NOW) == 2
+    assert hand_back(model, records, Pending(1, 0), NOW, "a", {"a": 0}, search=1) is None
+
+
+def test_no_hand_back_to_a_host_whose_idle_devices_its_held_candidates_need():
+    # b: 6 devices (gangs of 1 or 2: six processes), two gangs of 2 running, two devices idle; once it holds two
+    # candidates told to wait, its worker pulls nothing more (``room`` 0) though two processes are free: a candidate
+    # handed back to it would only wait in the queue
+    model = ThroughputModel(prior_duration=100.0, prior_spread=0.3)
+    b = {"host": "b", "devices": 6, "sizes": [1, 2], "waiting": [],
+         "running": [running_entry(1, 2, NOW - 10.0, model, "b") for _ in range(2)]}
+    records = [record("a", running=4, model=model), b]
+    assert hand_back(model, records, Pending(1, 0), NOW, "a", {"a": 0}, search=1).host == "b"
+    b["waiting"] = [{"search": 2, "since": NOW - 5.0, "seen": NOW} for _ in range(2)]  # another search's
+    assert idle_processes(b, NOW) == 2 and spare(b, NOW) == 0
     assert hand_back(model, records, Pending(1, 0), NOW, "a", {"a": 0}, search=1) is None
 
 

@@ -367,7 +367,9 @@ class SearchLoop(LoopShell):
         """Send individuals as packets to the pool queue, each one task: at most seed 000's adaptive ``ind_len``
         each, and no fewer packets than live slots, so no slot idles while another holds two. The packets are
         recorded as sent (fenced) before they go; one lost between the two is sent again after the queue grace. They go
-        to the pool queue, or, once a node cannot read the data set, to the nodes that can (``placement``)."""
+        to the pool queue, or, once a node cannot read the data set, to the nodes that can (``placement``); packets
+        sent again (``resent``: given back, lost, never sent) go ahead of the ones queued there, which were asked
+        after them (a candidate a gang worker handed back keeps its turn)."""
         queues = placement.queues(self.search_id, self.pool, self.live_slots())
         if not queues:  # every live node said it cannot read the search's data set
             self._fail(individuals, data_reach.FAILURE, placement.nobody_reads(self.search_id))
@@ -391,7 +393,7 @@ class SearchLoop(LoopShell):
             recording.save_stats(search)
         self.search = search
         for n, (_, data, signature, task_id) in enumerate(packets):
-            self.send(data, signature, task_id, queues[n % len(queues)])
+            self.send(data, signature, task_id, queues[n % len(queues)], resent)  # sent again: ahead of the queue
 
     # --- the end -----------------------------------------------------------------------------------------------
 

@@ -19,8 +19,14 @@ EVALUATE_BATCH = "webapp.worker.tasks.evaluate_batch"
 #: One part of one generation of a weight search (an evaluation pool's queue; ``webapp.worker.weights``).
 EVOLVE_PART = "webapp.worker.tasks.evolve_part"
 CONTROL_QUEUE = "control"
-#: ``send(message, signature, task_id, queue)``: hands one signed task message to an evaluation pool.
-Send = Callable[[dict[str, Any], str, str, str], None]
+#: ``send(message, signature, task_id, queue, first=False)``: hands one signed task message to an evaluation pool;
+#: ``first``: ahead of the packets queued there (a packet sent again: it was asked before them).
+Send = Callable[..., None]
+#: The Celery priority of a packet sent again (``first``) and of every other one. Celery's Redis transport keeps one
+#: list per priority step (0, 3, 6, 9; a queue's own name is step 0) and a worker takes from the lowest step that
+#: holds a message, so a packet of priority 0 is pulled before every packet of priority 3, in the order sent.
+FIRST_PRIORITY = 0
+NEXT_PRIORITY = 3
 
 
 def own_queue(node: str, device: str) -> str:
@@ -35,11 +41,13 @@ def start_loop(search_id: int) -> None:
 
 
 def sender(task: str) -> Send:
-    """``send(message, signature, task_id, queue)``: hands one signed message to the evaluation pool ``queue`` as
-    the task ``task`` (:data:`EVALUATE_BATCH`, a packet; :data:`EVOLVE_PART`, a part of a weight search)."""
+    """``send(message, signature, task_id, queue, first=False)``: hands one signed message to the evaluation pool
+    ``queue`` as the task ``task`` (:data:`EVALUATE_BATCH`, a packet; :data:`EVOLVE_PART`, a part of a weight
+    search); ``first``: it is pulled before the messages queued there (:data:`FIRST_PRIORITY`)."""
 
-    def send(data: dict[str, Any], signature: str, task_id: str, queue: str) -> None:
-        current_app.send_task(task, args=[data, signature], task_id=task_id, queue=queue)
+    def send(data: dict[str, Any], signature: str, task_id: str, queue: str, first: bool = False) -> None:
+        current_app.send_task(task, args=[data, signature], task_id=task_id, queue=queue,
+                              priority=FIRST_PRIORITY if first else NEXT_PRIORITY)
 
     return send
 
