@@ -24,7 +24,8 @@ handed it back), so the individual records them.
 Told to wait, the process holds the candidate (published as the host's ``waiting``) and decides again every
 ``poll`` seconds, unless ``nas.allocation.hand_back`` says another host's worker, with a free process and room,
 would start it now: then it hands the candidate back (``HandedBack``: reported ``skipped``, the loop sends it again
-ahead of the queue, its attempt not counted), at most ``handing_back.LIMIT`` times per candidate. A probed candidate keeps its probe.
+ahead of the queue, its attempt not counted), at most ``handing_back.LIMIT`` times per candidate. A probed
+candidate keeps its probe.
 """
 from __future__ import annotations
 
