@@ -21,6 +21,7 @@ from typing import Any
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
 from nas.allocation import hand_back, room, running_entry
+from nas.allocation.probing import length_matters
 from benchmarks.allocation_oracle import Truth
 from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide  # noqa: F401
 from nas.spaces import get_space
@@ -196,6 +197,11 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             known = draw_duration(config, f"{scenario.name}:{seed}:{index}")
             probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}") for k in others)
         probing = probe is not None and probe.rule.wanted(model, sizes)
+        if probing and pull == "handback" and index not in singles and probe.rule.wide_gang(model, sizes,
+                                                                                             free[here]) == 1:
+            # the real worker probes a length only where it could change the placement (decided again later)
+            seen = Pending(1 + len(others), more, probes=tuple(singles[k][0] for k in others if k in singles))
+            probing = length_matters(model, list(records.values()), seen, now, here, dict(free), SEARCH)
         if probing or index in singles:
             # every free device probes one waiting candidate on its own (their lengths, before any is placed);
             # the worker that pulls the first also probes it on the widest gang its free devices allow

@@ -4,7 +4,8 @@
 - :mod:`~nas.allocation.model`: the throughput per (host, gang size), learned from measured durations.
 - :mod:`~nas.allocation.policy`: the choice per dispatch, with its reason in words.
 - :mod:`~nas.allocation.cluster`: the hosts as gang workers publish them, and the decision made from them.
-- :mod:`~nas.allocation.probing`: when a worker times a candidate's steps before placing it (the scaling probe).
+- :mod:`~nas.allocation.probing`: when a worker times a candidate's steps before placing it (the scaling probe), and
+  whether its length could change where it goes.
 - :mod:`~nas.allocation.handing_back`: when a worker told to wait gives its candidate back to the queue.
 
 Pure Python and numpy: the control loop, the benchmarks and the tests use it without torch.
@@ -16,7 +17,7 @@ from nas.allocation.handing_back import hand_back, idle_processes, room, spare
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
-from nas.allocation.probing import ProbeRule, single_seconds
+from nas.allocation.probing import ProbeRule, length_matters, single_seconds
 
 __all__ = [
     "Allocation",
@@ -35,6 +36,7 @@ __all__ = [
     "gang_duration",
     "gang_sizes",
     "hand_back",
+    "length_matters",
     "idle_processes",
     "room",
     "spare",

@@ -10,9 +10,16 @@ large; the efficiency probes run until ``pairs`` regardless.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from nas.allocation.cluster import decide
 from nas.allocation.model import ThroughputModel
+from nas.allocation.policy import Pending
+
+#: the standard normal's 97.5th percentile: a short and a long candidate bound 95% of the search's durations
+TAILS = 1.96
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +39,22 @@ class ProbeRule:
         fitting = [size for size in sizes if size <= free]
         wide = max(fitting) if fitting else 1
         return 1 if wide == 1 or model.rates_measured(wide) >= self.pairs else wide
+
+
+def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+                   here: str, free: Mapping[str, int] | None = None, search: Any = None) -> bool:
+    """Whether timing the candidate could change where it goes now: the decision (``decide``, on a copy of the
+    model) for a short one and for a long one (the 2.5th and 97.5th percentiles of the search's durations on one
+    device of ``here``) differ. Where they agree, its one-device probe would only cost time."""
+    spread = model.spread()
+    median = model.single(here) * math.exp(-spread ** 2 / 2)
+    choices = set()
+    for tail in (-TAILS, TAILS):
+        copy = ThroughputModel.from_state(model.state_dict())
+        choice = decide(copy, records, dataclasses.replace(pending, known=median * math.exp(tail * spread)), now,
+                        here, free, search)
+        choices.add((choice.host, choice.gang))
+    return len(choices) > 1
 
 
 def single_seconds(rates: Mapping[int, float], steps: float) -> float:

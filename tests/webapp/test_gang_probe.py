@@ -52,6 +52,27 @@ def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shar
     assert device_claims.probe(individual(devices=2), (1, 2), book, "h") == (None, True)  # a fixed split
 
 
+def test_a_length_that_cannot_change_the_placement_is_not_probed(tmp_path, shared, monkeypatch):
+    """Without a wide part (one free device), the probe times the candidate only where a short and a long one would
+    be placed differently (``nas.allocation.length_matters``); else it is decided without, and tried again while it
+    waits."""
+    book = device_claims.Ledger(["cpu"] * 2, tmp_path)
+    (tmp_path / "device.1").write_text("1")  # held by another live process: one device free
+    measured = []
+    monkeypatch.setattr(device_claims.rate_probe, "measure",
+                        lambda ind, gangs: measured.append(gangs) or {"rates": {1: 500.0}, "steps": 1000,
+                                                                      "seconds": 0.1})
+    asked = []
+    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: asked.append(host) or False)
+    assert device_claims.probe(individual(), (1, 2), book, "h") == (None, False)
+    assert not device_claims.inside_wanted(individual(), (1, 2), book, "h")
+    assert measured == [] and asked == ["h", "h"] and len(book.free()) == 1
+    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: True)
+    assert device_claims.inside_wanted(individual(), (1, 2), book, "h")
+    assert device_claims.probe(individual(), (1, 2), book, "h") == (pytest.approx(2.0), True)
+    assert measured == [[["cpu"]]] and len(book.free()) == 1  # on its one free device, given back
+
+
 @pytest.fixture
 def published(monkeypatch):
     """What ``probe_inside`` publishes, kept in memory."""

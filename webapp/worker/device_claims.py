@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvaluationResult
-from nas.allocation import Allocation, ProbeRule, decide, hand_back, running_entry, single_seconds
+from nas.allocation import Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters
+from nas.allocation import running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
 from webapp.worker.hand_back import HandedBack
@@ -114,13 +115,7 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
         note = "" if gang == int(wanted) else f" (this worker allows {', '.join(map(str, sizes))})"
         return Allocation(host, gang, f"fixed: evaluation.devices is {wanted}{note}", "fixed")
     search_id = individual["search"]
-    cluster_state.publish_host(host, len(book.devices), sizes)
-    records = {r["host"]: r for r in cluster_state.read_hosts()}
-    records[host] = {"host": host, "devices": len(book.devices), "sizes": list(sizes),
-                     "running": records.get(host, {}).get("running", [])}  # this host as its ledger says
-    model = allocation_state.load_model(search_id)
-    pending = allocation_state.read_pending(search_id, known, individual["individual"])
-    now, free = time.time(), {host: len(book.free()) + holding}
+    records, model, pending, now, free = _view(individual, sizes, book, host, known, holding)
     state = model.state_dict()  # as it was given: ``decide`` adds the running and probed candidates to the model
     choice = decide(model, list(records.values()), pending, now, here=host, free=free, search=search_id)
     handed, moved = 0, None
@@ -132,6 +127,27 @@ def choose(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, hos
         "pending": dataclasses.asdict(pending), "search": search_id, "now": now, "here": host, "free": free,
         "choice": choice.to_dict(), "handed": handed, "hand_back": moved.to_dict() if moved else None})
     return moved or choice
+
+
+def _view(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, known: float | None = None,
+          holding: int = 0) -> tuple[dict[str, Any], ThroughputModel, Pending, float, dict[str, int]]:
+    """What the decision for ``individual`` sees: every host's record (this one as its ledger says), the search's
+    model, its pending work, now, and this host's exact free devices."""
+    search_id = individual["search"]
+    cluster_state.publish_host(host, len(book.devices), sizes)
+    records = {r["host"]: r for r in cluster_state.read_hosts()}
+    records[host] = {"host": host, "devices": len(book.devices), "sizes": list(sizes),
+                     "running": records.get(host, {}).get("running", [])}  # this host as its ledger says
+    model = allocation_state.load_model(search_id)
+    pending = allocation_state.read_pending(search_id, known, individual["individual"])
+    return records, model, pending, time.time(), {host: len(book.free()) + holding}
+
+
+def _length_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> bool:
+    """Whether timing its length could change where ``individual`` goes now (``nas.allocation.length_matters``):
+    where a short and a long candidate would be placed alike, its one-device probe would only cost time."""
+    records, model, pending, now, free = _view(individual, sizes, book, host)
+    return length_matters(model, list(records.values()), pending, now, host, free, individual["search"])
 
 
 def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> tuple[float | None, bool]:
@@ -147,6 +163,10 @@ def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host
     if not rule.wanted(model, sizes):
         return None, True
     wide = rule.wide_gang(model, sizes, len(book.free()))
+    if not book.free():
+        return None, False
+    if wide == 1 and not _length_worth(individual, sizes, book, host):
+        return None, False  # not now: decided again while it waits, when its length may matter
     held = book.claim(wide) or book.claim(1)
     if held is None:
         return None, False
@@ -185,7 +205,7 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
     search_id, number = individual["search"], individual["individual"]
     known = allocation_state.probed_of(search_id, number)  # probed by a worker that handed it back
     probed = known is not None
-    if not probed and inside_wanted(individual, sizes, book):
+    if not probed and inside_wanted(individual, sizes, book, host):
         outcome = probe_inside(individual, sizes, book, host, evaluate)
         if isinstance(outcome, EvaluationResult):
             return outcome
@@ -257,14 +277,16 @@ def hand_back_now(individual: dict[str, Any], choice: Allocation) -> None:
     raise HandedBack(choice.reason[:500])
 
 
-def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger) -> bool:
+def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> bool:
     """Whether ``individual``'s probe is the first steps of its evaluation on one device: ``auto``, a trained or
-    simulated evaluation, and ``ProbeRule`` asking for a probe without a wide part."""
+    simulated evaluation, ``ProbeRule`` asking for a probe without a wide part, and its length able to change where
+    it goes (:func:`_length_worth`)."""
     evaluation = individual["evaluation"]
     if evaluation.get("devices", "auto") != "auto" or evaluation.get("mode") not in (None, "train", "simulated"):
         return False
     rule, model = ProbeRule(), allocation_state.load_model(individual["search"])
-    return rule.wanted(model, sizes) and rule.wide_gang(model, sizes, len(book.free())) == 1
+    return (rule.wanted(model, sizes) and rule.wide_gang(model, sizes, len(book.free())) == 1
+            and _length_worth(individual, sizes, book, host))
 
 
 def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,

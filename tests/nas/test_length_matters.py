@@ -1,0 +1,40 @@
+"""Whether a candidate's length is worth a probe (``nas.allocation.length_matters``): only where a short and a long
+one (the search's 2.5th and 97.5th percentiles) would be placed differently now, by the same decision."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from nas.allocation import Pending, ThroughputModel, decide, length_matters, running_entry
+from nas.allocation.probing import TAILS
+
+NOW = 1000.0
+
+
+def host(model: ThroughputModel, busy: int) -> dict:
+    """A host of 4 devices (gangs of 1, 2 or 4), ``busy`` of them running one-device evaluations for 50 s."""
+    return {"host": "a", "devices": 4, "sizes": [1, 2, 4], "waiting": [],
+            "running": [running_entry(1, 1, NOW - 50.0, model, "a") for _ in range(busy)]}
+
+
+def placements(model: ThroughputModel, records: list, pending: Pending, free: int) -> list:
+    median = model.single("a") * math.exp(-model.spread() ** 2 / 2)
+    return [(lambda c: (c.host, c.gang))(decide(ThroughputModel.from_state(model.state_dict()), records,
+                                                dataclasses.replace(pending, known=median * math.exp(t)),
+                                                NOW, "a", {"a": free}, 1))
+            for t in (-TAILS * model.spread(), TAILS * model.spread())]
+
+
+def test_the_length_matters_where_a_short_one_starts_now_and_a_long_one_waits_for_a_gang():
+    model = ThroughputModel(prior_duration=100.0, prior_spread=1.0, prior_efficiency=0.9)
+    records, pending = [host(model, busy=3)], Pending(1, 0)  # the last candidate, one device free
+    short, long = placements(model, records, pending, free=1)
+    assert short == ("a", 1) and long[0] is None and long[1] > 1
+    assert length_matters(model, records, pending, NOW, "a", {"a": 1}, 1)
+
+
+def test_the_length_does_not_matter_where_any_candidate_gets_the_same_gang():
+    model = ThroughputModel(prior_duration=100.0, prior_spread=1.0, prior_efficiency=0.9)
+    records, pending = [host(model, busy=0)], Pending(6, 0)
+    assert len(set(placements(model, records, pending, free=4))) == 1
+    assert not length_matters(model, records, pending, NOW, "a", {"a": 4}, 1)
