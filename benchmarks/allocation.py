@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> None:
                        "host has room (free devices for a smallest gang beyond what its held candidates need); one "
                        "told to wait hands the candidate back, to the front of the queue (the loop re-sends it with "
                        "Celery's first priority), when the planner would start it now on a host whose worker has a "
-                       f"free process and room (at most {HAND_BACKS} times), and holds it otherwise."}[args.pull]
+                       f"free process and room (at most {HAND_BACKS} times), and holds it otherwise; a probe without "
+                       "a wide part times a candidate only where its length could change where it goes now "
+                       "(`nas.allocation.length_matters`)."}[args.pull]
         + (" `oracle` (`benchmarks/allocation_oracle.py`): the same planner and decision told the truth: the true "
            "efficiency per gang size, the durations' true median and spread, every asked candidate's own length "
            "(`Pending.known`, `Pending.probes`) and every running one's exact time left; no probe, none paid "
