@@ -366,10 +366,8 @@ class SearchLoop(LoopShell):
     def _send(self, individuals: list[Individual], resent: bool = False) -> None:
         """Send individuals as packets to the pool queue, each one task: at most seed 000's adaptive ``ind_len``
         each, and no fewer packets than live slots, so no slot idles while another holds two. The packets are
-        recorded as sent (fenced) before they go; one lost between the two is sent again after the queue grace. They go
-        to the pool queue, or, once a node cannot read the data set, to the nodes that can (``placement``); packets
-        sent again (``resent``: given back, lost, never sent) go ahead of the ones queued there, which were asked
-        after them (a candidate a gang worker handed back keeps its turn)."""
+        recorded as sent (fenced) before they go; one lost between the two is sent again after the queue grace. To the
+        pool queue, or the nodes that can read the data set (``placement``); ``resent`` ones first (``dispatch``)."""
         queues = placement.queues(self.search_id, self.pool, self.live_slots())
         if not queues:  # every live node said it cannot read the search's data set
             self._fail(individuals, data_reach.FAILURE, placement.nobody_reads(self.search_id))
