@@ -20,7 +20,7 @@ from typing import Any
 
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
-from nas.allocation import hand_back, room, running_entry
+from nas.allocation import hand_back, reserved, room, running_entry
 from nas.allocation.probing import length_matters
 from benchmarks.allocation_oracle import Truth
 from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide  # noqa: F401
@@ -157,7 +157,12 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     pull), and that one told to wait hands the candidate back where ``nas.allocation.hand_back`` says so (from the
     same host records: another host's worker has a free process and room, and the planner would start it there
     now), to the front of the queue (the loop re-sends it with the first priority), at most ``handing_back.LIMIT``
-    times per candidate. The n-th candidate asked takes the n-th draw in every mode."""
+    times per candidate; a candidate held while told to wait keeps the devices of the gang it waits for
+    (``nas.allocation.reserved``: its worker pulls nothing that would take them). Its scaling probe is the real
+    worker's too: only the candidate a worker pulled is probed, on a free device of that host (the other modes probe
+    a waiting candidate per free device at once, lengths the real worker does not have), and a probe that does not
+    start its candidate at once holds that one device for its seconds then (the others charge it to the gang
+    when the candidate starts). The n-th candidate asked takes the n-th draw in every mode."""
     if pull not in PULLS:
         raise ValueError(f"`pull` must be one of {', '.join(PULLS)} (got {pull!r})")
     cluster = devices if isinstance(devices, Cluster) else Cluster(1, devices)
@@ -202,10 +207,14 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             # the real worker probes a length only where it could change the placement (decided again later)
             seen = Pending(1 + len(others), more, probes=tuple(singles[k][0] for k in others if k in singles))
             probing = length_matters(model, list(records.values()), seen, now, here, dict(free), SEARCH)
+        if probing and pull == "handback" and index not in singles and free[here] < 1:
+            probing = False  # the real worker probes on a free device of its host; none: decided again later
         if probing or index in singles:
             # every free device probes one waiting candidate on its own (their lengths, before any is placed);
-            # the worker that pulls the first also probes it on the widest gang its free devices allow
-            for ahead in [index, *others][:min(1 + len(others), max(1, sum(free.values())) * probing)]:
+            # the worker that pulls the first also probes it on the widest gang its free devices allow; the real
+            # worker (``handback``) probes the candidate it pulled, the others when their workers pull them
+            batch = 1 if pull == "handback" else min(1 + len(others), max(1, sum(free.values())))
+            for ahead in [index, *others][:batch * probing]:
                 if ahead not in singles:
                     key = f"{scenario.name}:{seed}:{ahead}"
                     singles[ahead] = _probe_single(probe, draw_duration(config, key), key)
@@ -235,6 +244,22 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             return choice
         return hand_back(model, list(records.values()), pending, now, here, {here: free[here]}, SEARCH,
                          handed[index]) or choice
+
+    def paid(index: int, here: str) -> None:
+        """A candidate the worker of ``here`` just probed on one device and did not start: the probe held that device
+        for its wall seconds now (``handback``: the real worker's probe runs on one free device, then the candidate
+        waits or goes back to the queue); its start later costs nothing more."""
+        nonlocal sequence
+        if pull != "handback" or index not in singles or wides.get(index, (index, 0.0, 1))[2] != 1:
+            return
+        measured, wall = singles[index]
+        if wall <= 0 or free[here] < 1:
+            return
+        heapq.heappush(running, (now + wall, sequence, None, 1, here, None))
+        sequence += 1
+        free[here] -= 1
+        outcome.busy += wall
+        singles[index] = (measured, 0.0)
 
     def give_back(candidate: Any, index: int, here: str) -> None:
         """The worker of ``here`` hands the candidate back: to the front of the queue (the loop re-sends it with the
@@ -293,7 +318,10 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                 others = [i for _, _, i, _, _ in held if i != index] + [i for _, i in waiting]
                 choice, known, pending = decision(index, others, host)
                 choice = handing_back(index, host, choice, pending)
+                if choice.host != host:
+                    paid(index, host)
                 if choice.host is None:
+                    wait["gang"] = choice.gang  # the gang it waits for now: its devices are kept for it
                     continue
                 held.remove(item)
                 records[host]["waiting"] = [w for w in records[host]["waiting"] if w is not wait]
@@ -303,7 +331,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                     give_back(candidate, index, host)
             while waiting and line:
                 if pull == "handback":  # a worker pulls only while its host has room (webapp.worker.gang_tap)
-                    ready = [h for h in line if room(free[h], len(records[h]["waiting"]), min(sizes))]
+                    ready = [h for h in line if room(free[h], reserved(records[h], now), min(sizes))]
                     if not ready:
                         break
                     here = ready[0]  # the one that has waited longest among them
@@ -317,8 +345,10 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                 others = [i for _, _, i, _, _ in held] + [i for _, i in waiting]
                 choice, known, pending = decision(index, others, here)
                 choice = handing_back(index, here, choice, pending)
+                if choice.host != here:
+                    paid(index, here)
                 if choice.host is None:
-                    wait = {"search": SEARCH, "since": now, "seen": now}
+                    wait = {"search": SEARCH, "since": now, "seen": now, "gang": choice.gang}
                     records[here]["waiting"].append(wait)
                     held.append((here, candidate, index, now, wait))
                     outcome.held += 1

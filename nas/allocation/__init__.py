@@ -13,7 +13,7 @@ Pure Python and numpy: the control loop, the benchmarks and the tests use it wit
 from __future__ import annotations
 
 from nas.allocation.cluster import decide, host_state, running_entry
-from nas.allocation.handing_back import hand_back, idle_processes, room, spare
+from nas.allocation.handing_back import hand_back, idle_processes, reserved, room, spare
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
@@ -38,6 +38,7 @@ __all__ = [
     "hand_back",
     "length_matters",
     "idle_processes",
+    "reserved",
     "room",
     "spare",
 ]

@@ -39,29 +39,37 @@ def processes(record: Mapping[str, Any]) -> int:
     return int(record["devices"]) // max(1, min(int(size) for size in record["sizes"]))
 
 
-def _held(record: Mapping[str, Any], now: float) -> int:
+def _fresh(record: Mapping[str, Any], now: float) -> list[Mapping[str, Any]]:
     """The candidates a host's processes hold while told to wait (entries refreshed within ``WAIT_STALE``)."""
-    return sum(now - float(w.get("seen", w.get("since", now))) < WAIT_STALE for w in record.get("waiting", ()))
+    return [w for w in record.get("waiting", ()) if now - float(w.get("seen", w.get("since", now))) < WAIT_STALE]
+
+
+def reserved(record: Mapping[str, Any], now: float) -> int:
+    """The devices a host's held candidates wait for: each the gang its decision waits for (``gang`` in its
+    waiting entry), a smallest gang where the entry does not say."""
+    smallest = max(1, min(int(size) for size in record["sizes"]))
+    return sum(max(smallest, int(w.get("gang") or smallest)) for w in _fresh(record, now))
 
 
 def idle_processes(record: Mapping[str, Any], now: float) -> int:
     """The pool processes of a host holding no candidate (neither running nor waiting one)."""
-    return max(0, processes(record) - len(record.get("running", ())) - _held(record, now))
+    return max(0, processes(record) - len(record.get("running", ())) - len(_fresh(record, now)))
 
 
 def spare(record: Mapping[str, Any], now: float) -> int:
-    """A host's idle devices beyond what its held candidates need (the devices its worker's :func:`room` pulls
-    for), from its record: devices less those its running evaluations (of any search) hold, less a smallest gang
-    per held candidate."""
-    smallest = max(1, min(int(size) for size in record["sizes"]))
+    """A host's idle devices beyond those its held candidates wait for (the devices its worker's :func:`room`
+    pulls for), from its record: devices less those its running evaluations (of any search) hold, less
+    :func:`reserved`."""
     idle = int(record["devices"]) - sum(int(r["gang"]) for r in record.get("running", ()))
-    return max(0, idle - smallest * _held(record, now))
+    return max(0, idle - reserved(record, now))
 
 
-def room(free: int, waiting: int, smallest: int) -> int:
+def room(free: int, reserved_: int, smallest: int) -> int:
     """How many more candidates a gang worker may pull (``webapp.worker.gang_tap``): the smallest gangs that fit in
-    its host's ``free`` idle devices beyond what its ``waiting`` held candidates need."""
-    return max(0, (free - smallest * waiting) // smallest)
+    its host's ``free`` idle devices beyond the ``reserved_`` ones its held candidates wait for (:func:`reserved`):
+    a candidate told to wait for a gang of 4 keeps the devices that free up for it, as the plan that told it to wait
+    assumed, instead of each being taken by the next candidate pulled."""
+    return max(0, (free - reserved_) // smallest)
 
 
 def hand_back(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,

@@ -18,8 +18,11 @@ from nas.allocation.cluster import decide
 from nas.allocation.model import ThroughputModel
 from nas.allocation.policy import Pending
 
-#: the standard normal's 97.5th percentile: a short and a long candidate bound 95% of the search's durations
-TAILS = 1.96
+#: the short candidate: the standard normal's 2.5th percentile of the search's durations
+SHORT_TAIL = 1.96
+#: the long candidate: its 99.87th percentile. Further out than the short one: a long candidate left on a narrow gang
+#: ends the search late (the makespan is set by the longest), while a short one misplaced costs little
+LONG_TAIL = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +47,12 @@ class ProbeRule:
 def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
                    here: str, free: Mapping[str, int] | None = None, search: Any = None) -> bool:
     """Whether timing the candidate could change where it goes now: the decision (``decide``, on a copy of the
-    model) for a short one and for a long one (the 2.5th and 97.5th percentiles of the search's durations on one
+    model) for a short one and for a long one (the 2.5th and 99.87th percentiles of the search's durations on one
     device of ``here``) differ. Where they agree, its one-device probe would only cost time."""
     spread = model.spread()
     median = model.single(here) * math.exp(-spread ** 2 / 2)
     choices = set()
-    for tail in (-TAILS, TAILS):
+    for tail in (-SHORT_TAIL, LONG_TAIL):
         copy = ThroughputModel.from_state(model.state_dict())
         choice = decide(copy, records, dataclasses.replace(pending, known=median * math.exp(tail * spread)), now,
                         here, free, search)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nas.allocation import Pending, ThroughputModel, decide, hand_back, idle_processes, running_entry, spare
+from nas.allocation import Pending, ThroughputModel, decide, hand_back, idle_processes, reserved, room, running_entry
+from nas.allocation import spare
 from nas.allocation.handing_back import LIMIT, WAIT_STALE
 
 NOW = 1000.0
@@ -35,6 +36,18 @@ def test_spare_devices_are_the_idle_ones_less_a_smallest_gang_per_held_candidate
     assert spare(record("a", running=1, waiting=2, seen=NOW - WAIT_STALE - 1), NOW) == 3  # their process is gone
     pairs = dict(record("a", waiting=1), sizes=[2, 4])
     assert spare(pairs, NOW) == 2  # its smallest gang is 2
+
+
+def test_a_held_candidate_keeps_the_devices_of_the_gang_it_waits_for():
+    quad = record("a", running=2)
+    quad["waiting"] = [{"search": 1, "since": NOW - 5.0, "seen": NOW, "gang": 4}]
+    assert reserved(quad, NOW) == 4 and spare(quad, NOW) == 0  # its 2 idle devices are kept for the gang of 4
+    assert room(2, reserved(quad, NOW), 1) == 0  # its worker pulls nothing that would take them
+    quad["waiting"].append({"search": 1, "since": NOW - 5.0, "seen": NOW})  # an entry without its gang
+    assert reserved(quad, NOW) == 5  # counts a smallest gang
+    quad["waiting"][0]["seen"] = NOW - WAIT_STALE - 1  # its process is gone: nothing kept for it
+    assert reserved(quad, NOW) == 1 and spare(quad, NOW) == 1
+    assert [room(4, 0, 1), room(4, 2, 2), room(3, 0, 2), room(1, 2, 1), room(4, 1, 1)] == [4, 1, 1, 0, 3]
 
 
 def test_a_candidate_told_to_wait_goes_to_a_host_that_would_start_it_now():

@@ -1,12 +1,12 @@
 """Whether a candidate's length is worth a probe (``nas.allocation.length_matters``): only where a short and a long
-one (the search's 2.5th and 97.5th percentiles) would be placed differently now, by the same decision."""
+one (the search's 2.5th and 99.87th percentiles) would be placed differently now, by the same decision."""
 from __future__ import annotations
 
 import dataclasses
 import math
 
 from nas.allocation import Pending, ThroughputModel, decide, length_matters, running_entry
-from nas.allocation.probing import TAILS
+from nas.allocation.probing import LONG_TAIL, SHORT_TAIL
 
 NOW = 1000.0
 
@@ -22,7 +22,7 @@ def placements(model: ThroughputModel, records: list, pending: Pending, free: in
     return [(lambda c: (c.host, c.gang))(decide(ThroughputModel.from_state(model.state_dict()), records,
                                                 dataclasses.replace(pending, known=median * math.exp(t)),
                                                 NOW, "a", {"a": free}, 1))
-            for t in (-TAILS * model.spread(), TAILS * model.spread())]
+            for t in (-SHORT_TAIL * model.spread(), LONG_TAIL * model.spread())]
 
 
 def test_the_length_matters_where_a_short_one_starts_now_and_a_long_one_waits_for_a_gang():

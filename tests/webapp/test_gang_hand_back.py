@@ -123,10 +123,20 @@ def test_the_gang_worker_pulls_only_while_its_host_has_room(gang_host, tmp_path,
     assert not qos.can_consume()
     held[0] = 0
     cluster_state.publish_wait("gang-a", "p-1", {"search": SEARCH, "since": time.time(), "seen": time.time()})
-    tap.check()  # the free device is for the candidate held there
+    tap.check()  # the free device is for the candidate held there (an entry without its gang: a smallest one)
     assert tap.limit == 0 and not qos.can_consume()
     assert qos.can_consume.__func__ is installed  # installed once, not wrapped again at each check
-    assert [room(4, 0, 1), room(4, 1, 2), room(3, 0, 2), room(1, 2, 1)] == [4, 1, 1, 0]
+    cluster_state.remove_wait("gang-a", "p-1")
+    tap.book.release([0])  # both devices free
+    cluster_state.publish_wait("gang-a", "p-2", {"search": SEARCH, "since": time.time(), "seen": time.time(),
+                                                 "gang": 2})
+    tap.check()  # both are kept for the gang of 2 the candidate held there waits for
+    assert tap.limit == 0 and not qos.can_consume()
+    cluster_state.publish_wait("gang-a", "p-2", {"search": SEARCH, "since": time.time(), "seen": time.time(),
+                                                 "gang": 1})
+    tap.check()  # told a gang of 1 now: the other device is free to pull for
+    assert tap.limit == 1 and qos.can_consume()
+    assert [room(4, 0, 1), room(4, 2, 2), room(3, 0, 2), room(1, 2, 1)] == [4, 1, 1, 0]
 
 
 def test_a_hand_back_decided_at_the_probe_inside_the_evaluation_hands_back_once_the_device_is_free(gang_host,

@@ -73,7 +73,8 @@ def remove_run(host: str, token: str) -> None:
 
 
 def publish_wait(host: str, token: str, entry: dict[str, Any]) -> None:
-    """A pool process of ``host`` holds a candidate it was told to wait with (``{"search", "since", "seen"}``)."""
+    """A pool process of ``host`` holds a candidate it was told to wait with (``{"search", "since", "seen",
+    "gang"}``: ``gang``, the gang its decision waits for, is kept for it by the worker's room rule)."""
     _put(host, f"wait:{token}", entry, "waiting candidate")
 
 
@@ -87,11 +88,12 @@ def _waiting(fields: dict[str, Any], now: float) -> list[dict[str, Any]]:
     return [entry for entry in entries if now - float(entry["seen"]) < WAIT_STALE]
 
 
-def waiting_on(host: str, now: float | None = None) -> int:
-    """How many candidates the processes of ``host`` hold while told to wait (raises when Redis cannot be read)."""
+def waiting_on(host: str, now: float | None = None) -> list[dict[str, Any]]:
+    """The candidates the processes of ``host`` hold while told to wait, their fresh entries (raises when Redis
+    cannot be read)."""
     fields = transport.client().hgetall(host_key(host))
     decoded = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
-    return len(_waiting(decoded, time.time() if now is None else now))
+    return _waiting(decoded, time.time() if now is None else now)
 
 
 def read_hosts(now: float | None = None) -> list[dict[str, Any]]:

@@ -225,7 +225,8 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
             if transport.is_stopped(search_id):
                 allocation_state.forget_probed(search_id, number)
                 return EvaluationResult.failed("stopped", "the search stopped while its candidate waited for devices")
-            cluster_state.publish_wait(host, waiting, {"search": search_id, "since": since, "seen": time.time()})
+            cluster_state.publish_wait(host, waiting, {"search": search_id, "since": since, "seen": time.time(),
+                                                        "gang": choice.gang})
             time.sleep(poll)
     finally:
         cluster_state.remove_wait(host, waiting)

@@ -1,5 +1,5 @@
 """A gang worker pulls a candidate only while its host has room for it: free devices for its smallest gang beyond
-what the candidates its processes already hold while told to wait will need.
+those the candidates its processes already hold while told to wait are waiting for.
 
 Without it, every free pool process of a gang worker pulls the next candidate, whatever its devices (a host running
 one gang of 4 on its 4 devices has three processes free): the candidates it pulls wait there for its devices while
@@ -9,9 +9,12 @@ real strategies and decisions: up to 1.53x the best fixed split where a central 
 
 The rule, the one the benchmark's simulator plays (``benchmarks/allocation_sim.py``, ``pull="handback"``): every
 ``EVERY`` seconds the worker's main process counts its host's free devices (its ledger) and its candidates told to
-wait (``webapp.messaging.cluster_state``'s ``waiting``), and allows as many more messages as there are smallest
-gangs in ``free - smallest x waiting``; Celery's consumer asks its queue only while fewer are held (patched
-``can_consume``, as Celery's own ``worker_disable_prefetch`` does for Redis; ``nas.allocation.room``). A candidate
+wait (``webapp.messaging.cluster_state``'s ``waiting``, each with the gang its decision waits for), and allows as
+many more messages as there are smallest gangs in ``free - reserved`` (``nas.allocation.reserved``: the sum of those
+gangs; a candidate waiting for a gang of 4 keeps the devices that free up for it, as the plan that told it to wait
+assumed, instead of each going to the next candidate pulled); Celery's consumer asks its queue only while fewer
+are held (patched ``can_consume``, as Celery's own ``worker_disable_prefetch`` does for Redis;
+``nas.allocation.room``). A candidate
 that ends, or is handed back, frees its message at once; the allowance is recomputed at the next check. A message
 can still reach a host within about 2 s of its devices filling up (the next check, and a wait for a message already
 asked of Redis, which ends within kombu's ``brpop_timeout`` of 1 s): that candidate waits or is handed back as any.
@@ -20,10 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from types import MethodType
 from typing import Any
 
-from nas.allocation import room
+from nas.allocation import reserved, room
 from webapp.messaging import cluster_state
 
 log = logging.getLogger(__name__)
@@ -53,10 +57,11 @@ class GangTap:
             log.warning("gang worker %s: waiting candidates not read: %s", self.host, error)
             return
         free = len(self.book.free())
-        more = room(free, waiting, self.smallest)
+        kept = reserved({"sizes": [self.smallest], "waiting": waiting}, time.time())
+        more = room(free, kept, self.smallest)
         if more != self.more:
-            log.info("gang worker %s: room for %d more candidate(s) (%d free device(s), %d candidate(s) waiting here)",
-                     self.host, more, free, waiting)
+            log.info("gang worker %s: room for %d more candidate(s) (%d free device(s), %d kept for the %d "
+                     "candidate(s) waiting here)", self.host, more, free, kept, len(waiting))
             self.more = more
         self.limit = self.held() + more
         self.install()
