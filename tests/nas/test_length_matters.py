@@ -38,3 +38,15 @@ def test_the_length_does_not_matter_where_any_candidate_gets_the_same_gang():
     records, pending = [host(model, busy=0)], Pending(6, 0)
     assert len(set(placements(model, records, pending, free=4))) == 1
     assert not length_matters(model, records, pending, NOW, "a", {"a": 4}, 1)
+
+
+def test_a_candidates_own_length_does_not_stretch_the_others():
+    # leave-one-out: the plans play the placed candidate at its probed length, the others as the search's own
+    model = ThroughputModel(prior_duration=100.0, prior_spread=0.5, prior_efficiency=0.9)
+    for seconds in (80.0, 100.0, 120.0, 90.0):
+        model.observe("a", 1, seconds)
+    before = (model.single("a"), model.spread())
+    decide(model, [host(model, busy=0)], Pending(3, 10, known=4000.0), NOW, "a", {"a": 4}, 1)
+    assert (model.single("a"), model.spread()) == before
+    decide(model, [host(model, busy=0)], Pending(3, 10, known=100.0, probes=(4000.0,)), NOW, "a", {"a": 4}, 1)
+    assert model.spread() > before[1]  # a waiting candidate's probe is one of the others: it counts
