@@ -115,8 +115,9 @@ class Allocator:
         keep: the split most of the search's running evaluations have is kept while expected to end within this
             fraction of the soonest plan (not for a probed candidate, whose own gang follows its length): a change of
             split costs more than the plans see (hosts drain to the new size while the workers' pulls refill them;
-            an efficiency measured a few percent off). Simulated (``benchmarks/allocation.py``): 0.05 took the grid
-            from 62 to 70 of 72 scenarios within 5% of the best fixed split.
+            an efficiency measured a few percent off). Simulated (``benchmarks/allocation.py``, with the held
+            candidates' devices kept and before leave-one-out): 0.05 took the grid from 65 to 70 of 72 scenarios
+            within 5% of the best fixed split.
     """
 
     def __init__(self, model: ThroughputModel, tolerance: float = 0.01, samples: int = 32, seed: int = 0,
@@ -220,8 +221,8 @@ class Allocator:
     def _kept(self, choices: dict[tuple[int, int], float]) -> dict[tuple[int, int], float]:
         """``choices`` narrowed to the split most of the search's running evaluations have (``(g, g)``), where that
         is expected to end within ``keep`` of the soonest: a change of split pays what the plans see only roughly
-        (hosts drain to the new gang size while the workers' pulls refill them; an efficiency a few percent off)."""
-        self._switch = None
+        (hosts drain to the new gang size while the workers' pulls refill them; an efficiency a few percent off);
+        ``_switch``: the sooner plan it passed over, if any (``choose`` resets it)."""
         if not self._running or not self.keep:
             return choices
         current = max(sorted(set(self._running)), key=self._running.count)
