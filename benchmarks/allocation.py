@@ -63,6 +63,8 @@ def _policy(name: str):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3, help="searches per figure (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first search's seed (default 0; another start tries seeds nothing was tuned on)")
     parser.add_argument("--population", type=int, default=24)
     parser.add_argument("--generations", type=int, default=5)
     parser.add_argument("--evaluations", type=int, default=120, help="regularized: evaluations (default 120)")
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     jobs = []
     for key in keys:
         cluster_name, strategy, sigma, rho = key
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             for gang in SPLITS:
                 jobs.append((key, scenario(strategy, sigma, rho, args), CLUSTERS[cluster_name], gang, seed, "plan",
                              None, args.pull))
@@ -120,8 +122,8 @@ def main(argv: list[str] | None = None) -> None:
         f"gang workers publish), lognormal durations with median {args.duration:g} s on one device, "
         f"`efficiency(g) = rho ** (g - 1)`. Generational: population {args.population}, {args.generations} "
         f"generations; regularized: population {args.population}, {args.evaluations} evaluations. Hosts of 4 "
-        f"devices (gangs of 1, 2 or 4; a gang never spans hosts). Mean of {seeds} seed(s) per figure; `auto` starts "
-        "from a 60 s prior and learns durations, their spread and each gang size's efficiency as evaluations end. "
+        f"devices (gangs of 1, 2 or 4; a gang never spans hosts). Mean of {seeds} seed(s) per figure (from seed "
+        f"{args.first_seed}); `auto` starts from a 60 s prior and learns durations, their spread and each gang size's efficiency as evaluations end. "
         "Cells: makespan in s (device utilisation); ratio: auto / the best fixed split. `auto + probe`: the same "
         f"planner, each candidate first timed by a scaling probe (`allocation_sim.Probe`: {PROBE.setup:g} s setup "
         f"on one device and {PROBE.wide_setup:g} s on a gang, as measured on the CPU "
