@@ -4,24 +4,27 @@ Durations are modelled in log space: ``log T(host, g) = m + b_host + c_g - log(g
 ``m`` is the search's typical one-device duration, ``b_host`` how much slower or faster a host is, ``c_g`` how much
 worse a gang of ``g`` scales than the prior curve says: one slope for every gang size times the prior's own loss
 ``-log prior_efficiency(g)``, so ``efficiency(g) = prior_efficiency(g) ** (1 + x)`` (``c_1 = 0``; pooled, so pairs
-measured tell about quads), and the noise is the spread of durations from
-candidate to candidate (lognormal, standard deviation ``spread()``). Every measurement of every host and gang size
-informs ``m`` and the spread (pooled: the same search's candidates); host effects and the slope are shrunk towards 0 (the
-prior) by how much the measured spread leaves them uncertain, so one slow candidate on a pair does not make pairs
-look bad. Before any measurement: ``prior_duration`` seconds on one device, the prior efficiency curve of
+measured tell about quads), and the noise is the spread of durations from candidate to candidate (lognormal,
+standard deviation ``spread()``). Every measurement of every host and gang size informs ``m`` and the spread
+(pooled: the same search's candidates); the slope is shrunk towards 0 (the prior) by how much the measured spread
+leaves it uncertain, so one slow candidate on a pair does not make pairs look bad; host effects towards 0 by how far
+the hosts' durations lie apart beyond what that spread puts between them (identical hosts share one duration).
+Before any measurement: ``prior_duration`` seconds on one device, the prior efficiency curve of
 :mod:`nas.allocation.efficiency` and a spread of ``prior_spread``. Older measurements fade (``decay``), so a search
 whose candidates grow is followed.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nas.allocation.efficiency import EfficiencySpec, check_efficiency, efficiency
 
 #: How far (standard deviation, log scale) a host's effect is expected to lie from the typical host before data.
 EFFECT_PRIOR = 0.5
+#: How many hosts the prior ``EFFECT_PRIOR`` counts for against the hosts measured (``_host_variance``).
+EFFECT_WEIGHT = 1.0
 #: How far (standard deviation) the exponent of the efficiency curve is expected to lie from the prior's before data:
 #: ``efficiency(g) = prior(g) ** (1 + x)``; around 0.8 per added device, 0.6 and 0.97 are x = 1.3 and -0.86.
 SLOPE_PRIOR = 1.5
@@ -214,11 +217,13 @@ class ThroughputModel:
             if spread_k > 0 or self._pairs[0] > 0:
                 delta = self._slope(lean, spread_k, variance)
             c = {g: self._effect(g, delta) for _, g in stats}
-            shrink = variance / EFFECT_PRIOR ** 2
+            residuals = {}  # host -> (sum of its residuals, their weight)
             for host in hosts:
                 rows_h = [(s, c[g]) for (h, g), s in stats.items() if h == host]
-                n = sum(s[0] for s, _ in rows_h)
-                b[host] = sum(s[1] - s[0] * (m + cg) for s, cg in rows_h) / (n + shrink) if len(hosts) > 1 else 0.0
+                residuals[host] = (sum(s[1] - s[0] * (m + cg) for s, cg in rows_h), sum(s[0] for s, _ in rows_h))
+            shrink = variance / _host_variance(residuals.values(), variance)
+            for host, (total_h, n) in residuals.items():
+                b[host] = total_h / (n + shrink) if len(hosts) > 1 else 0.0
             squares = 0.0
             for (h, g), s in stats.items():
                 mu = m + b[h] + c[g]
@@ -306,6 +311,17 @@ class ThroughputModel:
             x = math.log(mean) + model._equivalent(int(gang))
             model._stats[(str(host), int(gang))] = [float(count), count * x, count * x * x, int(count)]
         return model
+
+
+def _host_variance(residuals: Iterable[tuple[float, float]], variance: float) -> float:
+    """How far hosts' effects spread (their variance, log scale), from each host's residuals ``(sum, weight)``:
+    each host's squared mean residual less what the durations' own ``variance`` puts in it (method of moments),
+    pooled with the prior ``EFFECT_PRIOR`` counted as ``EFFECT_WEIGHT`` hosts. Identical hosts then pull every
+    host's effect to 0 (a host's few candidates say little about it: with the prior alone, 16 identical hosts of
+    four candidates each looked 1.4-1.8x apart, and the plans believed it), hosts that differ keep theirs."""
+    excess = [(total / n) ** 2 - variance / n for total, n in residuals if n > 0]
+    pooled = (EFFECT_WEIGHT * EFFECT_PRIOR ** 2 + sum(excess)) / (EFFECT_WEIGHT + len(excess))
+    return max(pooled, 1e-4)
 
 
 def time_left(expected: float, elapsed: float, spread: float) -> float:
