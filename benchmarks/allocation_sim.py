@@ -191,6 +191,13 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
     singles: dict[int, tuple[float, float]] = {}  # draw index -> (one-device seconds measured, probe wall seconds)
     running: list[tuple[float, int, Any, int, str, dict]] = []  # (end, seq, candidate, gang, host, record entry)
 
+    def stored() -> ThroughputModel:
+        """The search's model as a worker loads it for a decision (``allocation_state.load_model``): what was
+        observed, without the running and probed candidates an earlier decision added to it."""
+        model.running(())
+        model.probed(())
+        return model
+
     def decision(index: int, others: list[int], here: str | None) -> tuple[Allocation, float | None, Pending]:
         """The decision for the candidate of draw ``index`` (``others``: the draws of those not started behind it)
         by the worker of ``here`` (``None``: each host with free devices in turn, the most first, until one places
@@ -201,12 +208,12 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         if told:
             known = draw_duration(config, f"{scenario.name}:{seed}:{index}")
             probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}") for k in others)
-        probing = probe is not None and probe.rule.wanted(model, sizes)
+        probing = probe is not None and probe.rule.wanted(stored(), sizes)
         if probing and pull == "handback" and index not in singles and probe.rule.wide_gang(model, sizes,
                                                                                              free[here]) == 1:
             # the real worker probes a length only where it could change the placement (decided again later)
             seen = Pending(1 + len(others), more, probes=tuple(singles[k][0] for k in others if k in singles))
-            probing = length_matters(model, list(records.values()), seen, now, here, dict(free), SEARCH)
+            probing = length_matters(stored(), list(records.values()), seen, now, here, dict(free), SEARCH)
         if probing and pull == "handback" and index not in singles and free[here] < 1:
             probing = False  # the real worker probes on a free device of its host; none: decided again later
         if probing or index in singles:
@@ -221,7 +228,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             if index not in wides and probing:
                 prober = here if here is not None else min(free, key=lambda n: (-free[n], n))
                 single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
-                wides[index] = (index, *_probe_wide(probe, model, single, singles[index][0], scenario.efficiency,
+                wides[index] = (index, *_probe_wide(probe, stored(), single, singles[index][0], scenario.efficiency,
                                                     prober, free[prober], sizes, f"{scenario.name}:{seed}:{index}"),
                                 prober)
             known = singles[index][0]
@@ -233,7 +240,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             if len(sizes) == 1:
                 choice = _fixed({host: free[host]}, sizes[0])
             else:
-                choice = policy(model, list(records.values()), pending, now, host, dict(free))
+                choice = policy(stored(), list(records.values()), pending, now, host, dict(free))
             if choice.host is not None:
                 break
         return choice, known, pending
@@ -242,7 +249,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         """``choice``, or, where it says wait and the real worker would hand the candidate back, that."""
         if pull != "handback" or choice.host is not None or len(sizes) == 1:
             return choice
-        return hand_back(model, list(records.values()), pending, now, here, {here: free[here]}, SEARCH,
+        return hand_back(stored(), list(records.values()), pending, now, here, {here: free[here]}, SEARCH,
                          handed[index]) or choice
 
     def paid(index: int, here: str) -> None:
@@ -281,7 +288,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         seconds = gang_duration(single, choice.gang, scenario.efficiency)
         wide = wides.pop(index, (index, 0.0, 1, None))  # this candidate's wide probe, if any
         wall = _probe_lost(probe, singles.pop(index)[1], wide, choice) if index in singles else 0.0
-        entry = running_entry(SEARCH, choice.gang, now + wall, model, choice.host, known)
+        entry = running_entry(SEARCH, choice.gang, now + wall, stored(), choice.host, known)
         if told:
             entry = truth.exact(entry)
         records[choice.host]["running"].append(entry)

@@ -53,21 +53,31 @@ def decide(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending
            here: str | None = None, free: Mapping[str, int] | None = None, search: Any = None,
            allocator: Allocator | None = None) -> Allocation:
     """The allocation for the next candidate of ``search`` (its ``model``), from the published hosts: run ``here``
-    (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known. The search's own
-    running evaluations (by their ``search`` field) fill ``pending.running`` and enter the model as censored durations (at least
-    as long as they have run); the probed ones, and the waiting ones in ``pending.probes``, by their own lengths."""
+    (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known; the search's
+    running, probed and waiting candidates enter ``model`` and ``pending`` as :func:`seen_by` says."""
     hosts = [host_state(record, now, (free or {}).get(str(record["host"]))) for record in records]
-    if search is not None:
-        entries = [(str(record["host"]), r) for record in records for r in record.get("running", ())
-                   if str(r.get("search")) == str(search)]
-        mine = [(host, int(r["gang"]), now - float(r["started"])) for host, r in entries]
-        # what the unprobed ones have run so far: durations of at least that long; the probed ones' own lengths,
-        # but not the placed candidate's (``pending.known``): the plans play it at its length, and in the fit it would
-        # also stretch every other candidate's (one of 39x the median made the rest look so long that its own gang
-        # seemed not to matter, and it ran on a pair for 6,000 s)
-        model.running([entry for entry, (_, r) in zip(mine, entries) if r.get("single") is None])
-        model.probed([(host, float(r["single"])) for host, r in entries if r.get("single") is not None]
-                     + [(here or "", seconds) for seconds in pending.probes])
-        if not pending.running:
-            pending = dataclasses.replace(pending, running=tuple(gang for _, gang, _ in mine))
+    pending = seen_by(model, records, pending, now, here, search)
     return (allocator or Allocator(model)).choose(hosts, pending, here)
+
+
+def seen_by(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+            here: str | None = None, search: Any = None) -> Pending:
+    """``model`` as a decision for ``search`` sees it, and ``pending`` with the search's running gangs: its running
+    evaluations (by their ``search`` field) enter the model as censored durations (at least as long as they have
+    run), the probed ones, and the waiting ones in ``pending.probes``, by their own lengths. ``search`` ``None``:
+    both unchanged."""
+    if search is None:
+        return pending
+    entries = [(str(record["host"]), r) for record in records for r in record.get("running", ())
+               if str(r.get("search")) == str(search)]
+    mine = [(host, int(r["gang"]), now - float(r["started"])) for host, r in entries]
+    # what the unprobed ones have run so far: durations of at least that long; the probed ones' own lengths,
+    # but not the placed candidate's (``pending.known``): the plans play it at its length, and in the fit it would
+    # also stretch every other candidate's (one of 39x the median made the rest look so long that its own gang
+    # seemed not to matter, and it ran on a pair for 6,000 s)
+    model.running([entry for entry, (_, r) in zip(mine, entries) if r.get("single") is None])
+    model.probed([(host, float(r["single"])) for host, r in entries if r.get("single") is not None]
+                 + [(here or "", seconds) for seconds in pending.probes])
+    if not pending.running:
+        pending = dataclasses.replace(pending, running=tuple(gang for _, gang, _ in mine))
+    return pending

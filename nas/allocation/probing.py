@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nas.allocation.cluster import decide
+from nas.allocation.cluster import decide, seen_by
 from nas.allocation.model import ThroughputModel
 from nas.allocation.policy import Pending
 
@@ -48,9 +48,13 @@ def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]],
                    here: str, free: Mapping[str, int] | None = None, search: Any = None) -> bool:
     """Whether timing the candidate could change where it goes now: the decision (``decide``, on a copy of the
     model) for a short one and for a long one (the 2.5th and 99.87th percentiles of the search's durations on one
-    device of ``here``) differ. Where they agree, its one-device probe would only cost time."""
-    spread = model.spread()
-    median = model.single(here) * math.exp(-spread ** 2 / 2)
+    device of ``here``, as the decision sees them: with the search's running evaluations) differ. Where they agree,
+    its one-device probe would only cost time."""
+    view = ThroughputModel.from_state(model.state_dict())
+    seen_by(view, records, pending, now, here, search)  # the tails of the durations the decision sees: with the
+    # running evaluations (censored), without them the long ones still running are missing and the spread is low
+    spread = view.spread()
+    median = view.single(here) * math.exp(-spread ** 2 / 2)
     choices = set()
     for tail in (-SHORT_TAIL, LONG_TAIL):
         copy = ThroughputModel.from_state(model.state_dict())

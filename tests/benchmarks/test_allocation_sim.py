@@ -249,3 +249,23 @@ def test_the_simulated_hand_back_is_the_workers_rule_on_the_published_records(mo
     for records, here, free, handed in calls:
         assert set(free) == {here} and 0 <= handed < LIMIT + 1
         assert all("waiting" in record for record in records)
+
+
+def test_every_decision_starts_from_the_model_as_stored():
+    """The real worker loads the search's model for each decision (``allocation_state.load_model``: what was
+    observed); the running and probed candidates one decision adds to its model must not reach the next decision,
+    the probe rule or the published records of the simulator either."""
+    import benchmarks.allocation_sim as sim
+    from nas.allocation import ThroughputModel
+
+    same = []
+
+    def spy(model, records, pending, now, here, free):
+        stored = ThroughputModel.from_state(model.state_dict())
+        same.append((model.spread(), model.single(here)) == pytest.approx((stored.spread(), stored.single(here))))
+        return sim.plan_policy(model, records, pending, now, here, free)
+
+    spread = Scenario("spread", "regularized", {"population": 8, "sample_size": 3, "max_evaluations": 24},
+                      duration=100.0, sigma=1.0, efficiency=0.9)
+    simulate_search(spread, Cluster(2, 4), "auto", policy=spy, pull="handback", probe=sim.Probe(continues="one"))
+    assert len(same) >= 24 and all(same)

@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 from nas.allocation import Pending, ThroughputModel, decide, length_matters, running_entry
+from nas.allocation.cluster import seen_by
 from nas.allocation.probing import LONG_TAIL, SHORT_TAIL
 
 NOW = 1000.0
@@ -18,11 +19,13 @@ def host(model: ThroughputModel, busy: int) -> dict:
 
 
 def placements(model: ThroughputModel, records: list, pending: Pending, free: int) -> list:
-    median = model.single("a") * math.exp(-model.spread() ** 2 / 2)
+    view = ThroughputModel.from_state(model.state_dict())
+    seen_by(view, records, pending, NOW, "a", 1)  # the durations as the decision sees them
+    median = view.single("a") * math.exp(-view.spread() ** 2 / 2)
     return [(lambda c: (c.host, c.gang))(decide(ThroughputModel.from_state(model.state_dict()), records,
                                                 dataclasses.replace(pending, known=median * math.exp(t)),
                                                 NOW, "a", {"a": free}, 1))
-            for t in (-SHORT_TAIL * model.spread(), LONG_TAIL * model.spread())]
+            for t in (-SHORT_TAIL * view.spread(), LONG_TAIL * view.spread())]
 
 
 def test_the_length_matters_where_a_short_one_starts_now_and_a_long_one_waits_for_a_gang():
@@ -50,3 +53,29 @@ def test_a_candidates_own_length_does_not_stretch_the_others():
     assert (model.single("a"), model.spread()) == before
     decide(model, [host(model, busy=0)], Pending(3, 10, known=100.0, probes=(4000.0,)), NOW, "a", {"a": 4}, 1)
     assert model.spread() > before[1]  # a waiting candidate's probe is one of the others: it counts
+
+
+def test_the_tails_are_those_of_the_durations_the_decision_sees(monkeypatch):
+    # the finished candidates all ended near 100 s, but four have run 1,000 s and go on: the decision counts them
+    # (censored), so its spread is wide, and so are the lengths the rule tries (the model as stored would not know)
+    import nas.allocation.probing as probing
+
+    model = ThroughputModel(prior_duration=100.0, prior_spread=0.1, prior_efficiency=0.9)
+    for seconds in (95.0, 100.0, 105.0, 98.0, 102.0, 100.0):
+        model.observe("a", 1, seconds)
+    records = [{"host": "a", "devices": 8, "sizes": [1, 2, 4], "waiting": [],
+                "running": [running_entry(1, 1, NOW - 1000.0, model, "a") for _ in range(4)]}]
+    tried = []
+    real = probing.decide
+
+    def spy(model_, records_, pending_, *args, **kwargs):
+        tried.append(pending_.known)
+        return real(model_, records_, pending_, *args, **kwargs)
+
+    monkeypatch.setattr(probing, "decide", spy)
+    length_matters(model, records, Pending(2, 10), NOW, "a", {"a": 4}, 1)
+    view = ThroughputModel.from_state(model.state_dict())
+    seen_by(view, records, Pending(2, 10), NOW, "a", 1)
+    assert view.spread() > 2 * model.spread()
+    median = view.single("a") * math.exp(-view.spread() ** 2 / 2)
+    assert tried == [median * math.exp(-SHORT_TAIL * view.spread()), median * math.exp(LONG_TAIL * view.spread())]
