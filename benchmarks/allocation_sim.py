@@ -211,9 +211,10 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         probing = probe is not None and probe.rule.wanted(stored(), sizes)
         if probing and pull == "handback" and index not in singles and probe.rule.wide_gang(model, sizes,
                                                                                              free[here]) == 1:
-            # the real worker probes a length only where it could change the placement (decided again later)
-            seen = Pending(1 + len(others), more, probes=tuple(singles[k][0] for k in others if k in singles))
-            probing = length_matters(stored(), list(records.values()), seen, now, here, dict(free), SEARCH)
+            # the real worker probes a length only where it could change the placement (decided again later),
+            # with the pending work it reads for an unprobed candidate (``allocation_state.read_pending``: no probes)
+            probing = length_matters(stored(), list(records.values()), Pending(1 + len(others), more), now, here,
+                                     dict(free), SEARCH)
         if probing and pull == "handback" and index not in singles and free[here] < 1:
             probing = False  # the real worker probes on a free device of its host; none: decided again later
         if probing or index in singles:

@@ -223,7 +223,7 @@ class ThroughputModel:
                 residuals[host] = (sum(s[1] - s[0] * (m + cg) for s, cg in rows_h), sum(s[0] for s, _ in rows_h))
             shrink = variance / _host_variance(residuals.values(), variance)
             for host, (total_h, n) in residuals.items():
-                b[host] = total_h / (n + shrink) if len(hosts) > 1 else 0.0
+                b[host] = total_h / (n + shrink) if len(hosts) > 1 and n + shrink > 0 else 0.0
             squares = 0.0
             for (h, g), s in stats.items():
                 mu = m + b[h] + c[g]
@@ -316,12 +316,17 @@ class ThroughputModel:
 def _host_variance(residuals: Iterable[tuple[float, float]], variance: float) -> float:
     """How far hosts' effects spread (their variance, log scale), from each host's residuals ``(sum, weight)``:
     each host's squared mean residual less what the durations' own ``variance`` puts in it (method of moments),
-    pooled with the prior ``EFFECT_PRIOR`` counted as ``EFFECT_WEIGHT`` hosts. Identical hosts then pull every
-    host's effect to 0 (a host's few candidates say little about it: with the prior alone, 16 identical hosts of
-    four candidates each looked 1.4-1.8x apart, and the plans believed it), hosts that differ keep theirs."""
-    excess = [(total / n) ** 2 - variance / n for total, n in residuals if n > 0]
-    pooled = (EFFECT_WEIGHT * EFFECT_PRIOR ** 2 + sum(excess)) / (EFFECT_WEIGHT + len(excess))
-    return max(pooled, 1e-4)
+    pooled over the hosts by their weight (a host seen little, or long ago, says little), with the prior
+    ``EFFECT_PRIOR`` counted as ``EFFECT_WEIGHT`` hosts of the mean weight. Identical hosts then pull every host's
+    effect to 0 (a host's few candidates say little about it: with the prior alone, 16 identical hosts of four
+    candidates each looked 1.4-1.8x apart, and the plans believed it), hosts that differ keep theirs."""
+    rows = [(total, n) for total, n in residuals if n > 1e-6]
+    if not rows:
+        return EFFECT_PRIOR ** 2
+    weight = sum(n for _, n in rows)
+    prior = EFFECT_WEIGHT * weight / len(rows)
+    excess = sum(total * total / n - variance for total, n in rows)  # n x ((total / n)^2 - variance / n)
+    return max((prior * EFFECT_PRIOR ** 2 + excess) / (prior + weight), 1e-4)
 
 
 def time_left(expected: float, elapsed: float, spread: float) -> float:

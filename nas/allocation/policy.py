@@ -114,9 +114,9 @@ class Allocator:
         uniform: only plans that give this candidate the gang of the ones after it (the fixed splits from here);
             ``False``: also "g for this one, r for the rest".
         keep: the split most of the search's running evaluations have is kept while expected to end within this
-            fraction of the soonest plan (not for a probed candidate, whose own gang follows its length): a change of
-            split costs more than the plans see (hosts drain to the new size while the workers' pulls refill them;
-            an efficiency measured a few percent off). Simulated (``benchmarks/allocation.py``, with the held
+            fraction of the soonest plan (not for a probed candidate, whose own gang follows its length, nor the last
+            candidate): a change of split costs more than the plans see (hosts drain to the new size while the
+            workers' pulls refill them; an efficiency measured a few percent off). Simulated (``benchmarks/allocation.py``, with the held
             candidates' devices kept and before leave-one-out): 0.05 took the grid from 65 to 70 of 72 scenarios
             within 5% of the best fixed split.
     """
@@ -165,7 +165,6 @@ class Allocator:
         devices = sum(host.devices for host in hosts)
         total = pending.total
         work = total if total is not None else max(pending.waiting, self.horizon * devices)
-        self._work = work
         plans = self.plans(hosts, sizes, work)
         if not plans:
             return Allocation(None, 0, "no gang fits the hosts", "wait")
@@ -176,15 +175,15 @@ class Allocator:
         if not choices:
             choices = plans
         self._switch = None
-        if pending.known is None:
+        if pending.known is None and work > 1:  # the last candidate has no split to keep
             choices = self._kept(choices)
         if pending.known is not None and self.uniform:
             # a probed candidate's length is known, the others' are not: the rest keep the best fixed split from
             # here (this one included), and this one takes the gang that ends the plan soonest given its length
-            rest = self._pick(hosts, choices)[1]
+            rest = self._pick(hosts, choices, work)[1]
             choices = {pair: end for pair, end in plans.items() if pair[1] == rest}
         soonest = min(choices.values())
-        first, rest = self._pick(hosts, choices)
+        first, rest = self._pick(hosts, choices, work)
         end = plans[(first, rest)]
         host = self._place(hosts, first)
         # a probed candidate's efficiency was measured by the probes: no evaluation is spent on measuring a size
@@ -235,7 +234,7 @@ class Allocator:
             self._switch = min((end, pair) for pair, end in choices.items())
         return {(current, current): kept}
 
-    def _pick(self, hosts: Sequence[HostState], choices: dict[tuple[int, int], float]) -> tuple[int, int]:
+    def _pick(self, hosts: Sequence[HostState], choices: dict[tuple[int, int], float], work: int) -> tuple[int, int]:
         """The plan among ``choices`` within ``tolerance`` of the soonest end: a gang that fits now, then a plan
         that keeps its own rule (this one like the rest: choosing "1 now, 4 for the rest" at every dispatch would
         never run the rest on 4), then the smaller gang; but where the work left fits the free devices, the wider:
@@ -244,14 +243,18 @@ class Allocator:
         that tied with a gang of 4 and set the generation's end 480 s later)."""
         soonest = min(choices.values())
         good = [pair for pair, end in choices.items() if end <= soonest * (1 + self.tolerance)]
-        free = sum(host.free for host in hosts)
-        work = getattr(self, "_work", 1)
-
-        def spare(pair: tuple[int, int]) -> bool:  # every candidate left starts now with devices to spare
-            return free - pair[0] >= (work - 1) * pair[1]
-
         return min(good, key=lambda pair: (self._place(hosts, pair[0]) is None, pair[0] != pair[1] and work > 1,
-                                           (-pair[0], -pair[1]) if spare(pair) else pair))
+                                           (-pair[0], -pair[1]) if self._starts_now(hosts, pair, work) else pair))
+
+    def _starts_now(self, hosts: Sequence[HostState], pair: tuple[int, int], work: int) -> bool:
+        """Whether, under the plan ``pair``, all ``work`` candidates left start now: this one's gang fits a host
+        (:meth:`_place`) and the others' gangs fit the free devices left, host by host."""
+        first, rest = pair
+        here = self._place(hosts, first)
+        if here is None:
+            return False
+        room = sum((host.free - first * (host.name == here)) // rest for host in hosts if rest in host.sizes)
+        return room >= work - 1
 
     def _probe(self, hosts: Sequence[HostState], plans: dict[tuple[int, int], float], soonest: float,
                chosen: int) -> tuple[int, int] | None:

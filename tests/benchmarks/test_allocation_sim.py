@@ -253,8 +253,8 @@ def test_the_simulated_hand_back_is_the_workers_rule_on_the_published_records(mo
 
 def test_every_decision_starts_from_the_model_as_stored():
     """The real worker loads the search's model for each decision (``allocation_state.load_model``: what was
-    observed); the running and probed candidates one decision adds to its model must not reach the next decision,
-    the probe rule or the published records of the simulator either."""
+    observed); the running and probed candidates one decision adds to its model must not reach the simulator's
+    next decision either."""
     import benchmarks.allocation_sim as sim
     from nas.allocation import ThroughputModel
 

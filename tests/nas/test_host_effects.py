@@ -7,14 +7,18 @@ import math
 import random
 import statistics
 
+import pytest
+
 from nas.allocation import ThroughputModel
 
 
-def measured(slow_hosts: int, seed: int, hosts: int = 16, each: int = 4) -> list[float]:
+def measured(slow_hosts: int, seed: int, hosts: int = 16, each: int = 4, gone: bool = False) -> list[float]:
     """Each host's expected one-device seconds after ``each`` candidates per host (spread 0.3 around 300 s), the
-    first ``slow_hosts`` hosts twice as slow as the others."""
+    first ``slow_hosts`` hosts twice as slow as the others; ``gone``: first one candidate on a host that then left."""
     rng = random.Random(seed)
     model = ThroughputModel(prior_duration=60.0)
+    if gone:
+        model.observe("gone", 1, 300.0)
     for index in range(hosts * each):
         slow = 2.0 if index % hosts < slow_hosts else 1.0
         model.observe(f"h{index % hosts}", 1, 300.0 * slow * math.exp(rng.gauss(0.0, 0.3)))
@@ -34,3 +38,14 @@ def test_hosts_that_differ_keep_their_difference():
     for seed in range(6):
         singles = measured(8, seed, each=8)
         assert statistics.geometric_mean(singles[:8]) / statistics.geometric_mean(singles[8:]) > 1.25
+
+
+def test_a_host_seen_long_ago_does_not_erase_the_others_differences():
+    # its one old candidate has faded to a weight of ~0.08: it says almost nothing about how hosts differ (taken as
+    # an exact mean it once pulled every effect to 0)
+    for seed in range(6):
+        with_it, without = measured(8, seed, each=8, gone=True), measured(8, seed, each=8)
+        ratio = statistics.geometric_mean(with_it[:8]) / statistics.geometric_mean(with_it[8:])
+        assert ratio > 1.25
+        assert ratio == pytest.approx(statistics.geometric_mean(without[:8]) / statistics.geometric_mean(without[8:]),
+                                      rel=0.02)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import pytest
+
 from nas.allocation import Pending, ThroughputModel, decide, length_matters, running_entry
 from nas.allocation.cluster import seen_by
 from nas.allocation.probing import LONG_TAIL, SHORT_TAIL
@@ -78,4 +80,5 @@ def test_the_tails_are_those_of_the_durations_the_decision_sees(monkeypatch):
     seen_by(view, records, Pending(2, 10), NOW, "a", 1)
     assert view.spread() > 2 * model.spread()
     median = view.single("a") * math.exp(-view.spread() ** 2 / 2)
-    assert tried == [median * math.exp(-SHORT_TAIL * view.spread()), median * math.exp(LONG_TAIL * view.spread())]
+    assert tried == pytest.approx([median * math.exp(-SHORT_TAIL * view.spread()),
+                                   median * math.exp(LONG_TAIL * view.spread())], rel=1e-9)
