@@ -116,9 +116,9 @@ class Allocator:
         keep: the split most of the search's running evaluations have is kept while expected to end within this
             fraction of the soonest plan (not for a probed candidate, whose own gang follows its length, nor the last
             candidate): a change of split costs more than the plans see (hosts drain to the new size while the
-            workers' pulls refill them; an efficiency measured a few percent off). Simulated (``benchmarks/allocation.py``, with the held
-            candidates' devices kept and before leave-one-out): 0.05 took the grid from 65 to 70 of 72 scenarios
-            within 5% of the best fixed split.
+            workers' pulls refill them; an efficiency measured a few percent off). Simulated
+            (``benchmarks/allocation.py``, with the held candidates' devices kept and before leave-one-out): 0.05
+            took the grid from 65 to 70 of 72 scenarios within 5% of the best fixed split.
     """
 
     def __init__(self, model: ThroughputModel, tolerance: float = 0.01, samples: int = 32, seed: int = 0,
