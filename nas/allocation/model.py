@@ -11,7 +11,8 @@ leaves it uncertain, so one slow candidate on a pair does not make pairs look ba
 the hosts' durations lie apart beyond what that spread puts between them (identical hosts share one duration).
 Before any measurement: ``prior_duration`` seconds on one device, the prior efficiency curve of
 :mod:`nas.allocation.efficiency` and a spread of ``prior_spread``. Older measurements fade (``decay``), so a search
-whose candidates grow is followed.
+whose candidates grow is followed; each fades from its start (``observe``'s ``since``), so the short candidates of a
+batch, which finish first, weigh what its long ones weigh.
 """
 from __future__ import annotations
 
@@ -84,23 +85,36 @@ class ThroughputModel:
     def _equivalent(self, gang: int) -> float:
         return math.log(gang * efficiency(gang, self.prior_efficiency))
 
-    def observe(self, host: str, gang: int, seconds: float) -> None:
-        """Record that one evaluation on a gang of ``gang`` devices of ``host`` took ``seconds``."""
+    def observe(self, host: str, gang: int, seconds: float, since: int | None = None) -> None:
+        """Record that one evaluation on a gang of ``gang`` devices of ``host`` took ``seconds``; ``since``: how many
+        evaluations the model had observed when it started (:meth:`observed` then; ``None``: as many as now). It
+        fades from its start, as the others started with it do: fading by finish order would weigh the long ones of
+        candidates started together above their short ones, which finish first (a search's durations read ~10%
+        long after 50 of 120, and the plans bet on gangs to shorten a tail that was not there)."""
         if gang < 1:
             raise ValueError(f"`gang` must be at least 1 (got {gang})")
         if not (math.isfinite(seconds) and seconds > 0):
             return  # a failed or instant evaluation says nothing about throughput
+        weight = self._faded(since)
         if self.decay:
             for stat in self._stats.values():
                 for index in range(3):  # the count stays: it says what was ever measured
                     stat[index] *= 1 - self.decay
         x = math.log(seconds) + self._equivalent(gang)
         stat = self._stats.setdefault((host, gang), [0.0, 0.0, 0.0, 0])
-        stat[0] += 1.0
-        stat[1] += x
-        stat[2] += x * x
+        stat[0] += weight
+        stat[1] += weight * x
+        stat[2] += weight * x * x
         stat[3] += 1
         self._fit = None
+
+    def _faded(self, since: int | None) -> float:
+        """The weight of an evaluation that started when the model had observed ``since`` (``None``: now)."""
+        return (1 - self.decay) ** max(0, self.observed() - since) if since is not None and self.decay else 1.0
+
+    def observed(self) -> int:
+        """How many evaluations were observed, on every host and gang size."""
+        return sum(int(stat[3]) for stat in self._stats.values())
 
     def observe_rates(self, host: str, rates: Mapping[int, float]) -> None:
         """Record one candidate's scaling probe on ``host``: its training steps per second on gangs of each size
@@ -135,11 +149,16 @@ class ThroughputModel:
         the fitted slope is one for every size)."""
         return sum(self._probed_sizes.values()) if gang is None else self._probed_sizes.get(gang, 0)
 
-    def running(self, entries: Sequence[tuple[str, int, float]]) -> None:
-        """The search's evaluations running now, each ``(host, gang, seconds it has run)``: each counts as one
-        duration of at least that long (censored), so the fit is not biased towards the candidates that happen to
-        end first (the short ones, and the ones on big gangs, which end sooner)."""
-        censored = tuple((str(h), int(g), float(t)) for h, g, t in entries if t > 0 and g >= 1)
+    def running(self, entries: Sequence[tuple[str, int, float] | tuple[str, int, float, int | None]]) -> None:
+        """The search's evaluations running now, each ``(host, gang, seconds it has run)`` and optionally how many
+        evaluations the model had observed when it started (:meth:`observe`'s ``since``): each counts as one
+        duration of at least that long (censored), faded from its start as a finished one is, so the fit is not
+        biased towards the candidates that happen to end first (the short ones, and the ones on big gangs, which end
+        sooner)."""
+        # the weight it would have had, had it finished at the last observation (as its finished peers have)
+        censored = tuple((str(e[0]), int(e[1]), float(e[2]), self._faded(None if len(e) < 4 or e[3] is None
+                                                                          else int(e[3]) + 1))
+                         for e in entries if e[2] > 0 and e[1] >= 1)
         if censored != self._censored:
             self._censored = censored
             self._fit = None
@@ -150,7 +169,7 @@ class ThroughputModel:
         long as it has run, under the current fit (one E step)."""
         stats = self._base_stats()
         sd = math.sqrt(max(variance, 1e-6))
-        for host, gang, elapsed in self._censored:
+        for host, gang, elapsed, faded in self._censored:
             mu = m + b.get(host, 0.0) + self._effect(gang, delta)
             alpha = (math.log(elapsed) + self._equivalent(gang) - mu) / sd
             survive = 0.5 * math.erfc(alpha / math.sqrt(2))
@@ -159,9 +178,9 @@ class ThroughputModel:
             first = mu + sd * hazard
             second = mu * mu + 2 * mu * sd * hazard + variance * (1 + alpha * hazard)
             stat = stats.setdefault((host, gang), [0.0, 0.0, 0.0, 0])
-            stat[0] += 1.0
-            stat[1] += first
-            stat[2] += second
+            stat[0] += faded
+            stat[1] += faded * first
+            stat[2] += faded * second
         return stats
 
     def _base_stats(self) -> dict[tuple[str, int], list[float]]:

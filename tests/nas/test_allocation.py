@@ -286,7 +286,8 @@ def test_decide_feeds_the_searchs_running_evaluations_to_the_model():
                 "running": [running_entry(1, 1, 0.0, model, "a"), running_entry(1, 1, 0.0, model, "a"),
                             running_entry("other", 1, 0.0, model, "a")]}]
     decide(model, records, Pending(1, 3), now=400.0, here="a", search=1)
-    assert model._censored == (("a", 1, 400.0), ("a", 1, 400.0))  # its own only, other searches' are not its data
+    # its own only, other searches' are not its data; each in full (their starts' counts are the model's now)
+    assert model._censored == (("a", 1, 400.0, 1.0), ("a", 1, 400.0, 1.0))
     assert model.duration("a", 1) > before
 
 

@@ -83,7 +83,7 @@ def published(monkeypatch):
     monkeypatch.setattr(device_claims.allocation_state, "forget_probed",
                         lambda search, number: calls["forgotten"].append(number))
     monkeypatch.setattr(device_claims.allocation_state, "record_duration",
-                        lambda search, host, gang, seconds: calls["durations"].append(gang))
+                        lambda search, host, gang, seconds, since=None: calls["durations"].append(gang))
     monkeypatch.setattr(device_claims.slots, "set_current", lambda current: None)
     return calls
 

@@ -137,9 +137,10 @@ def load_model(search_id: int) -> ThroughputModel:
         return ThroughputModel()
 
 
-def record_duration(search_id: int, host: str, gang: int, seconds: float) -> None:
-    """Add one measured evaluation duration to the search's model."""
-    _update(search_id, lambda model: model.observe(host, gang, seconds))
+def record_duration(search_id: int, host: str, gang: int, seconds: float, since: int | None = None) -> None:
+    """Add one measured evaluation duration to the search's model (``since``: the model's count of observed
+    evaluations when it started, ``ThroughputModel.observe``)."""
+    _update(search_id, lambda model: model.observe(host, gang, seconds, since=since))
 
 
 def _update(search_id: int, change: Callable[[ThroughputModel], None]) -> None:

@@ -230,34 +230,39 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
             time.sleep(poll)
     finally:
         cluster_state.remove_wait(host, waiting)
-    token = _started(individual, book, host, held, known)
+    token, seen = _started(individual, book, host, held, known)
     started = time.perf_counter()
     try:
         result = evaluate([book.devices[index] for index in held])
     finally:
         book.release(held)
         cluster_state.remove_run(host, token)
-    return _recorded(individual, result, book, host, held, choice, known, time.perf_counter() - started)
+    return _recorded(individual, result, book, host, held, choice, known, time.perf_counter() - started, seen)
 
 
-def _started(individual: dict[str, Any], book: Ledger, host: str, held: list[int], known: float | None) -> str:
-    """Publish the evaluation starting on ``held`` (this host's record, the nodes page); returns its token."""
+def _started(individual: dict[str, Any], book: Ledger, host: str, held: list[int], known: float | None
+             ) -> tuple[str, int]:
+    """Publish the evaluation starting on ``held`` (this host's record, the nodes page); returns its token and how
+    many evaluations the search's model had observed (its duration fades from its start:
+    ``ThroughputModel.observe``)."""
     search_id, devices = individual["search"], ",".join(book.devices[index] for index in held)
     token = f"{os.getpid()}-{held[0]}"
     model = allocation_state.load_model(search_id)
-    cluster_state.publish_run(host, token, running_entry(search_id, len(held), time.time(), model, host, known))
+    entry = running_entry(search_id, len(held), time.time(), model, host, known)
+    cluster_state.publish_run(host, token, entry)
     allocation_state.forget_probed(search_id, individual["individual"])  # its record carries it now
     slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
                        "devices": devices, "gang": len(held)})  # the nodes page shows the gang it holds
-    return token
+    return token, int(entry["seen"])
 
 
 def _recorded(individual: dict[str, Any], result: EvaluationResult, book: Ledger, host: str, held: list[int],
-              choice: Allocation, known: float | None, seconds: float, continued: bool = False) -> EvaluationResult:
+              choice: Allocation, known: float | None, seconds: float, seen: int | None = None,
+              continued: bool = False) -> EvaluationResult:
     """``result`` with the allocation in its metrics, its duration in the search's model."""
     gang = len(held)
     if result.ok:
-        allocation_state.record_duration(individual["search"], host, gang, seconds)
+        allocation_state.record_duration(individual["search"], host, gang, seconds, since=seen)
     metrics = {**result.metrics, "devices": ",".join(book.devices[index] for index in held), "gang": str(gang),
                "allocation": choice.reason[:300]}
     if choice.finish is not None:
@@ -302,7 +307,7 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
     held = book.claim(1)
     if held is None:
         return None, False
-    state: dict[str, Any] = {"choice": None, "known": None, "token": None}
+    state: dict[str, Any] = {"choice": None, "known": None, "token": None, "seen": None}
 
     def on_probe(rate: float | None, steps: float) -> bool:
         try:
@@ -319,7 +324,7 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
         state["choice"] = choice
         if choice.host != host or choice.gang != 1:
             return False
-        state["token"] = _started(individual, book, host, held, state["known"])
+        state["token"], state["seen"] = _started(individual, book, host, held, state["known"])
         return True
 
     started = time.perf_counter()
@@ -332,7 +337,7 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
     if state["token"] is not None:
         log.info("individual %s: trained on from its probe (~%s s on one device)", number, state["known"])
         return _recorded(individual, result, book, host, held, state["choice"], state["known"],
-                         time.perf_counter() - started, continued=True)
+                         time.perf_counter() - started, state["seen"], continued=True)
     if state["choice"] is not None and state["choice"].rule == "handback":
         hand_back_now(individual, state["choice"])  # its probe's decision handed it back: at once, not decided again
     if state["choice"] is None:
