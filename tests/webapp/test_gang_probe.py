@@ -83,7 +83,7 @@ def published(monkeypatch):
     monkeypatch.setattr(device_claims.allocation_state, "forget_probed",
                         lambda search, number: calls["forgotten"].append(number))
     monkeypatch.setattr(device_claims.allocation_state, "record_duration",
-                        lambda search, host, gang, seconds, since=None: calls["durations"].append(gang))
+                        lambda search, host, gang, seconds, since=None: calls["durations"].append((gang, since)))
     monkeypatch.setattr(device_claims.slots, "set_current", lambda current: None)
     return calls
 
@@ -111,7 +111,9 @@ def test_a_probe_inside_the_evaluation_trains_on_when_the_decision_keeps_its_dev
     assert seen == [(pytest.approx(2.0 * 0.001), 1, 1)]  # decided with its own length, its device counted free
     assert result.metrics["allocation"] == "gang of 1: it is short"
     assert published["runs"][0][2]["single"] == pytest.approx(0.002) and published["removed"] and len(book.free()) == 2
-    assert shared["probed"] == [(11, pytest.approx(0.002))] and published["durations"] == [1]
+    assert shared["probed"] == [(11, pytest.approx(0.002))]
+    # its duration fades from its start: the model's count then, as its running entry published it
+    assert published["durations"] == [(1, published["runs"][0][2]["seen"])]
 
 
 def test_a_probe_inside_the_evaluation_hands_over_what_it_measured_when_the_decision_moves_it(
