@@ -387,7 +387,7 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         if host not in line:  # its worker had none free: it asks again, behind those that wait
             line.append(host)
         records[host]["running"].remove(entry)
-        model.observe(host, g, end - entry["started"], since=entry.get("seen"))
+        model.observe(host, g, end - entry["started"], since=entry.get("observed"))
         strategy.tell(candidate.id, Result(fitness=_fitness(candidate.key)))
     outcome.makespan = now
     return outcome

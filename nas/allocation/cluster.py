@@ -4,12 +4,12 @@
 A host's record (JSON data)::
 
     {"host": "node-a", "devices": 4, "sizes": [1, 2, 4],
-     "running": [{"search": 12, "gang": 2, "started": 1700000000.0, "seen": 40, "expected": 310.0,
+     "running": [{"search": 12, "gang": 2, "started": 1700000000.0, "observed": 40, "expected": 310.0,
                   "spread": 0.8}, ...]}
 
 ``running`` lists what its devices run, of every search: ``expected`` is the mean seconds the evaluation was
 expected to take when it started (its search's throughput model), ``spread`` that model's spread of durations,
-``seen`` how many evaluations that model had observed then. The devices of any search count as busy; their time left
+``observed`` how many evaluations that model had observed then. The devices of any search count as busy; their time left
 is the lognormal expectation given how long they have run: for the deciding search's own, under its model now
 (:func:`timed_by`: early ones were published with the prior's guess), for another search's, as published.
 An evaluation whose candidate a scaling probe timed also carries ``single`` (its seconds on one device, as the
@@ -32,7 +32,7 @@ def running_entry(search: Any, gang: int, started: float, model: ThroughputModel
     """What a worker publishes for an evaluation it starts on ``gang`` devices of ``host``; ``single``: the
     candidate's seconds on one device as its scaling probe measured them (its own expectation then, with the probe's
     noise as spread, instead of the search's typical one)."""
-    entry = {"search": search, "gang": int(gang), "started": float(started), "seen": model.observed()}
+    entry = {"search": search, "gang": int(gang), "started": float(started), "observed": model.observed()}
     if single is None:
         return {**entry, "expected": round(model.duration(host, gang), 3), "spread": round(model.spread(), 4)}
     expected = single * model.duration(host, gang) / model.duration(host, 1)
@@ -56,7 +56,8 @@ def decide(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending
            allocator: Allocator | None = None) -> Allocation:
     """The allocation for the next candidate of ``search`` (its ``model``), from the published hosts: run ``here``
     (the host whose worker holds it; ``None``: any), ``free`` the exact idle devices where known; the search's
-    running, probed and waiting candidates enter ``model`` and ``pending`` as :func:`seen_by` says."""
+    running, probed and waiting candidates enter ``model`` and ``pending`` as :func:`seen_by` says, and its running
+    ones are timed by ``model`` as it is then (:func:`timed_by`)."""
     pending = seen_by(model, records, pending, now, here, search)
     hosts = [host_state(timed_by(model, record, search), now, (free or {}).get(str(record["host"])))
              for record in records]
@@ -73,7 +74,9 @@ def timed_by(model: ThroughputModel, record: Mapping[str, Any], search: Any) -> 
     for r in record.get("running", ()):
         if str(r.get("search")) == str(search):
             now = running_entry(search, int(r["gang"]), float(r["started"]), model, host, r.get("single"))
-            r = {**r, "expected": now["expected"], "spread": now["spread"]}
+            # a probed one keeps the spread it published (the probe's noise; none where its length is exact)
+            r = {**r, "expected": now["expected"], "spread": r.get("spread", now["spread"]) if "single" in r
+                 else now["spread"]}
         running.append(r)
     return {**record, "running": running}
 
@@ -88,8 +91,7 @@ def seen_by(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pendin
         return pending
     entries = [(str(record["host"]), r) for record in records for r in record.get("running", ())
                if str(r.get("search")) == str(search)]
-    mine = [(host, int(r["gang"]), now - float(r["started"]), r["seen"] if isinstance(r.get("seen"), int) else None)
-            for host, r in entries]
+    mine = [(host, int(r["gang"]), now - float(r["started"]), _count(r.get("observed"))) for host, r in entries]
     # what the unprobed ones have run so far: durations of at least that long; the probed ones' own lengths,
     # but not the placed candidate's (``pending.known``): the plans play it at its length, and in the fit it would
     # also stretch every other candidate's (one of 39x the median made the rest look so long that its own gang
@@ -100,3 +102,8 @@ def seen_by(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pendin
     if not pending.running:
         pending = dataclasses.replace(pending, running=tuple(entry[1] for entry in mine))
     return pending
+
+
+def _count(value: Any) -> int | None:
+    """A published ``observed`` count, or ``None`` where it is missing or not a count (an older worker's entry)."""
+    return value if type(value) is int and value >= 0 else None

@@ -76,7 +76,7 @@ class ThroughputModel:
         #: (host, gang) -> [weight, sum of x, sum of x^2, count], x = log of the one-device-equivalent seconds
         self._stats: dict[tuple[str, int], list[float]] = {}
         self._fit: tuple[float, dict[str, float], dict[int, float], float] | None = None
-        self._censored: tuple[tuple[str, int, float], ...] = ()
+        self._censored: tuple[tuple[str, int, float, float], ...] = ()  #: (host, gang, seconds run, weight)
         #: scaling probes: [precision of the slope they add, its precision-weighted target, probes per gang size]
         self._pairs: list[float] = [0.0, 0.0]
         self._probed_sizes: dict[int, int] = {}
@@ -110,7 +110,9 @@ class ThroughputModel:
 
     def _faded(self, since: int | None) -> float:
         """The weight of an evaluation that started when the model had observed ``since`` (``None``: now)."""
-        return (1 - self.decay) ** max(0, self.observed() - since) if since is not None and self.decay else 1.0
+        if since is None or not self.decay:
+            return 1.0
+        return (1 - self.decay) ** min(max(0, self.observed() - since), 10_000)
 
     def observed(self) -> int:
         """How many evaluations were observed, on every host and gang size."""

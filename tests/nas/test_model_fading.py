@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from nas.allocation import ThroughputModel, running_entry
+from nas.allocation import Pending, ThroughputModel, decide, running_entry
 from nas.allocation.cluster import host_state, timed_by
 
 
@@ -50,8 +50,8 @@ def test_running_evaluations_weigh_what_their_finished_peers_weigh():
 
 def test_a_started_evaluation_publishes_the_count_it_started_at():
     model = _batch(None)
-    assert running_entry(1, 2, 50.0, model, "a")["seen"] == 20
-    assert running_entry(1, 1, 50.0, model, "a", single=300.0)["seen"] == 20
+    assert running_entry(1, 2, 50.0, model, "a")["observed"] == 20
+    assert running_entry(1, 1, 50.0, model, "a", single=300.0)["observed"] == 20
 
 
 def test_the_searchs_own_running_evaluations_are_timed_by_its_model_now():
@@ -65,10 +65,23 @@ def test_the_searchs_own_running_evaluations_are_timed_by_its_model_now():
         model.observe("b", 1, seconds)
     timed = timed_by(model, record, 1)
     assert timed["running"][0]["expected"] == pytest.approx(model.duration("a", 1), rel=1e-3)
-    assert timed["running"][0]["started"] == 0.0 and timed["running"][0]["seen"] == 0
+    assert timed["running"][0]["started"] == 0.0 and timed["running"][0]["observed"] == 0
     assert timed["running"][1] == theirs
     assert record["running"][0] == mine  # the published record itself is not changed
     before, after = host_state(record, 200.0), host_state(timed, 200.0)
     assert before.busy == pytest.approx((50.2, 50.2), abs=0.1)  # the prior's guess: nearly done
     assert after.busy[0] == pytest.approx(50.2, abs=0.1) and after.busy[1] > 150.0  # mine: ~300 s, 200 s in
     assert timed_by(model, record, None) is record
+
+
+def test_a_probed_evaluation_keeps_the_spread_it_published_and_junk_counts_are_no_counts():
+    model = _batch(None)
+    exact = {**running_entry(1, 1, 0.0, model, "a", single=300.0), "spread": 0.0}  # its length known exactly
+    record = {"host": "a", "devices": 2, "sizes": [1, 2], "running": [exact]}
+    timed = timed_by(model, record, 1)["running"][0]
+    assert timed["spread"] == 0.0 and timed["expected"] == pytest.approx(300.0, rel=1e-3)
+    for junk in ("12", -5, True, 1.5):
+        entry = {**running_entry(1, 1, 0.0, model, "a"), "observed": junk}
+        decide(model, [{"host": "a", "devices": 2, "sizes": [1, 2], "running": [entry]}], Pending(1, 3), 100.0,
+               "a", search=1)
+        assert model._censored[0][3] == 1.0  # counted in full, as an older worker's entry without a count

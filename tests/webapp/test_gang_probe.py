@@ -14,6 +14,7 @@ def shared(monkeypatch):
     """The Redis-backed state, kept in memory (the real-stack test uses Redis: tests/engine/test_gang_search.py)."""
     calls = {"rates": [], "probed": []}
     monkeypatch.setattr(device_claims.allocation_state, "load_model", lambda search: ThroughputModel())
+    monkeypatch.setattr(device_claims.allocation_state, "read_model", lambda search: ThroughputModel())
     monkeypatch.setattr(device_claims.allocation_state, "record_rates",
                         lambda search, host, rates: calls["rates"].append((host, rates)))
     monkeypatch.setattr(device_claims.allocation_state, "record_probed",
@@ -113,7 +114,7 @@ def test_a_probe_inside_the_evaluation_trains_on_when_the_decision_keeps_its_dev
     assert published["runs"][0][2]["single"] == pytest.approx(0.002) and published["removed"] and len(book.free()) == 2
     assert shared["probed"] == [(11, pytest.approx(0.002))]
     # its duration fades from its start: the model's count then, as its running entry published it
-    assert published["durations"] == [(1, published["runs"][0][2]["seen"])]
+    assert published["durations"] == [(1, published["runs"][0][2]["observed"])]
 
 
 def test_a_probe_inside_the_evaluation_hands_over_what_it_measured_when_the_decision_moves_it(
@@ -137,3 +138,11 @@ def test_a_probe_inside_the_evaluation_hands_over_what_it_measured_when_the_deci
     for index in range(2):
         (tmp_path / f"device.{index}").write_text("1")  # held by another live process
     assert device_claims.probe_inside(individual(), (1, 2), book, "h", simulated) == (None, False)
+
+
+def test_a_model_that_cannot_be_read_publishes_no_count_and_its_duration_counts_in_full(tmp_path, shared, published,
+                                                                                         monkeypatch):
+    monkeypatch.setattr(device_claims.allocation_state, "read_model", lambda search: None)
+    book = device_claims.Ledger(["cpu"] * 2, tmp_path)
+    token, observed = device_claims._started(individual(), book, "h", [0], None)
+    assert observed is None and "observed" not in published["runs"][0][2] and published["runs"][0][2]["gang"] == 1

@@ -130,11 +130,18 @@ def probed_waiting(search_id: int, stale: float = 3600.0) -> list[tuple[int, flo
 
 
 def load_model(search_id: int) -> ThroughputModel:
+    """The search's throughput model (a fresh one where none is stored or it cannot be read)."""
+    model = read_model(search_id)
+    return model if model is not None else ThroughputModel()
+
+
+def read_model(search_id: int) -> ThroughputModel | None:
+    """The search's throughput model, a fresh one where none is stored yet; ``None`` where it cannot be read."""
     try:
         raw = transport.client().get(model_key(search_id))
         return ThroughputModel.from_state(json.loads(raw)) if raw else ThroughputModel()
     except Exception:
-        return ThroughputModel()
+        return None
 
 
 def record_duration(search_id: int, host: str, gang: int, seconds: float, since: int | None = None) -> None:

@@ -2,14 +2,15 @@
 allocator reads to decide with the whole cluster, not only its own host.
 
 Per host a hash ``nas:gang:host:<host>``: field ``info`` (its devices and gang sizes), and one field per evaluation
-running there, of any search (``run:<token>``: search, gang, start time, expected seconds, spread), and one per
-candidate a pool process holds while told to wait (``wait:<token>``: search, since, seen; read as the record's
-``waiting``, ``nas.allocation.handing_back``). A worker writes ``info`` at start and whenever it decides, adds its
-run when it claims devices and removes it when it releases them, refreshes its wait at each decision and removes it
-when the candidate starts or leaves; every host is listed in the set ``nas:gang:hosts``. A host nobody has touched
-for ``TTL`` seconds expires (a worker that is gone); a run left by a killed process is dropped once it is far beyond
-what it was expected to take. Each decision, with everything it was made from, is kept in a short list per search
-(``nas:gang:decisions:<search>``), so it can be replayed and checked.
+running there, of any search (``run:<token>``: search, gang, start time, expected seconds, spread, how many
+evaluations the search's model had observed), and one per candidate a pool process holds while told to wait
+(``wait:<token>``: search, since, seen; read as the record's ``waiting``, ``nas.allocation.handing_back``). A
+worker writes ``info`` at start and whenever it decides, adds its run when it claims devices and removes it when it
+releases them, refreshes its wait at each decision and removes it when the candidate starts or leaves; every host
+is listed in the set ``nas:gang:hosts``. A host nobody has touched for ``TTL`` seconds expires (a worker that is
+gone); a run left by a killed process is dropped once it is far beyond what it was expected to take. Each
+decision, with everything it was made from, is kept in a short list per search (``nas:gang:decisions:<search>``), so
+it can be replayed and checked.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from evaluators.result import EvaluationResult
 from nas.allocation import Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters
-from nas.allocation import running_entry, single_seconds
+from nas.allocation import ThroughputModel, running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
 from webapp.worker.hand_back import HandedBack
@@ -241,19 +241,21 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
 
 
 def _started(individual: dict[str, Any], book: Ledger, host: str, held: list[int], known: float | None
-             ) -> tuple[str, int]:
+             ) -> tuple[str, int | None]:
     """Publish the evaluation starting on ``held`` (this host's record, the nodes page); returns its token and how
     many evaluations the search's model had observed (its duration fades from its start:
-    ``ThroughputModel.observe``)."""
+    ``ThroughputModel.observe``; ``None`` where the model could not be read: it then counts in full)."""
     search_id, devices = individual["search"], ",".join(book.devices[index] for index in held)
     token = f"{os.getpid()}-{held[0]}"
-    model = allocation_state.load_model(search_id)
-    entry = running_entry(search_id, len(held), time.time(), model, host, known)
+    model = allocation_state.read_model(search_id)
+    entry = running_entry(search_id, len(held), time.time(), model or ThroughputModel(), host, known)
+    if model is None:  # how many the search had observed is unknown: its duration will count in full
+        entry.pop("observed")
     cluster_state.publish_run(host, token, entry)
     allocation_state.forget_probed(search_id, individual["individual"])  # its record carries it now
     slots.set_current({"search": search_id, "individual": individual["individual"], "number": individual["number"],
                        "devices": devices, "gang": len(held)})  # the nodes page shows the gang it holds
-    return token, int(entry["seen"])
+    return token, entry.get("observed")
 
 
 def _recorded(individual: dict[str, Any], result: EvaluationResult, book: Ledger, host: str, held: list[int],
@@ -307,7 +309,7 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
     held = book.claim(1)
     if held is None:
         return None, False
-    state: dict[str, Any] = {"choice": None, "known": None, "token": None, "seen": None}
+    state: dict[str, Any] = {"choice": None, "known": None, "token": None, "observed": None}
 
     def on_probe(rate: float | None, steps: float) -> bool:
         try:
@@ -324,7 +326,7 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
         state["choice"] = choice
         if choice.host != host or choice.gang != 1:
             return False
-        state["token"], state["seen"] = _started(individual, book, host, held, state["known"])
+        state["token"], state["observed"] = _started(individual, book, host, held, state["known"])
         return True
 
     started = time.perf_counter()
@@ -337,7 +339,7 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
     if state["token"] is not None:
         log.info("individual %s: trained on from its probe (~%s s on one device)", number, state["known"])
         return _recorded(individual, result, book, host, held, state["choice"], state["known"],
-                         time.perf_counter() - started, state["seen"], continued=True)
+                         time.perf_counter() - started, state["observed"], continued=True)
     if state["choice"] is not None and state["choice"].rule == "handback":
         hand_back_now(individual, state["choice"])  # its probe's decision handed it back: at once, not decided again
     if state["choice"] is None:
