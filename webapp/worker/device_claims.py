@@ -40,7 +40,7 @@ from typing import Any
 
 from evaluators.result import EvaluationResult
 from nas.allocation import Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters
-from nas.allocation import ThroughputModel, running_entry, single_seconds
+from nas.allocation import running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
 from webapp.worker.hand_back import HandedBack
@@ -230,14 +230,14 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
             time.sleep(poll)
     finally:
         cluster_state.remove_wait(host, waiting)
-    token, seen = _started(individual, book, host, held, known)
+    token, observed = _started(individual, book, host, held, known)
     started = time.perf_counter()
     try:
         result = evaluate([book.devices[index] for index in held])
     finally:
         book.release(held)
         cluster_state.remove_run(host, token)
-    return _recorded(individual, result, book, host, held, choice, known, time.perf_counter() - started, seen)
+    return _recorded(individual, result, book, host, held, choice, known, time.perf_counter() - started, observed)
 
 
 def _started(individual: dict[str, Any], book: Ledger, host: str, held: list[int], known: float | None
@@ -259,12 +259,12 @@ def _started(individual: dict[str, Any], book: Ledger, host: str, held: list[int
 
 
 def _recorded(individual: dict[str, Any], result: EvaluationResult, book: Ledger, host: str, held: list[int],
-              choice: Allocation, known: float | None, seconds: float, seen: int | None = None,
+              choice: Allocation, known: float | None, seconds: float, observed: int | None = None,
               continued: bool = False) -> EvaluationResult:
     """``result`` with the allocation in its metrics, its duration in the search's model."""
     gang = len(held)
     if result.ok:
-        allocation_state.record_duration(individual["search"], host, gang, seconds, since=seen)
+        allocation_state.record_duration(individual["search"], host, gang, seconds, since=observed)
     metrics = {**result.metrics, "devices": ",".join(book.devices[index] for index in held), "gang": str(gang),
                "allocation": choice.reason[:300]}
     if choice.finish is not None:
