@@ -21,7 +21,7 @@ from typing import Any
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
 from nas.allocation import hand_back, reserved, room, running_entry
-from nas.allocation.probing import length_matters
+from nas.allocation.probing import length_matters, scaling_matters
 from benchmarks.allocation_oracle import Truth
 from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide  # noqa: F401
 from nas.spaces import get_space
@@ -198,6 +198,15 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         model.probed(())
         return model
 
+    def wide_part(prober: str, pending: Pending) -> int:
+        """The gang of a probe's wide part on ``prober`` (1: none), as the real worker chooses it: the widest its
+        free devices allow while the search has too few, where the scaling it reads could change the placement."""
+        wide = probe.rule.wide_gang(stored(), sizes, free[prober])
+        if wide > 1 and not scaling_matters(stored(), list(records.values()), pending, now, prober, wide, dict(free),
+                                            SEARCH):
+            return 1
+        return wide
+
     def decision(index: int, others: list[int], here: str | None) -> tuple[Allocation, float | None, Pending]:
         """The decision for the candidate of draw ``index`` (``others``: the draws of those not started behind it)
         by the worker of ``here`` (``None``: each host with free devices in turn, the most first, until one places
@@ -209,8 +218,9 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             known = draw_duration(config, f"{scenario.name}:{seed}:{index}")
             probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}") for k in others)
         probing = probe is not None and probe.rule.wanted(stored(), sizes)
-        if probing and pull == "handback" and index not in singles and probe.rule.wide_gang(model, sizes,
-                                                                                             free[here]) == 1:
+        prober = here if here is not None else min(free, key=lambda n: (-free[n], n))
+        wide = wide_part(prober, Pending(1 + len(others), more)) if probing and index not in wides else 1
+        if probing and pull == "handback" and index not in singles and wide == 1:
             # the real worker probes a length only where it could change the placement (decided again later),
             # with the pending work it reads for an unprobed candidate (``allocation_state.read_pending``: no probes)
             probing = length_matters(stored(), list(records.values()), Pending(1 + len(others), more), now, here,
@@ -227,11 +237,9 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
                     key = f"{scenario.name}:{seed}:{ahead}"
                     singles[ahead] = _probe_single(probe, draw_duration(config, key), key)
             if index not in wides and probing:
-                prober = here if here is not None else min(free, key=lambda n: (-free[n], n))
                 single = draw_duration(config, f"{scenario.name}:{seed}:{index}")
                 wides[index] = (index, *_probe_wide(probe, stored(), single, singles[index][0], scenario.efficiency,
-                                                    prober, free[prober], sizes, f"{scenario.name}:{seed}:{index}"),
-                                prober)
+                                                    prober, wide, f"{scenario.name}:{seed}:{index}"), prober)
             known = singles[index][0]
             probes = tuple(singles[k][0] for k in others if k in singles)
         pending = Pending(1 + len(others), more, known=known, probes=probes)

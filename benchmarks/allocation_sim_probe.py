@@ -55,10 +55,9 @@ def _probe_single(probe: Probe, single: float, key: str) -> tuple[float, float]:
 
 
 def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: float, efficiency_: Any, here: str,
-                free: int, sizes: tuple[int, ...], key: str) -> tuple[float, int]:
-    """The wide part of ``probe`` (while the search has fewer than ``pairs`` probes of the widest gang ``free``
-    devices of ``here`` allow), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
-    wide = probe.rule.wide_gang(model, sizes, free)
+                wide: int, key: str) -> tuple[float, int]:
+    """The wide part of ``probe`` on ``wide`` devices of ``here`` (as the worker chooses it: ``ProbeRule.wide_gang``
+    where ``scaling_matters``), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
     if wide == 1:
         return 0.0, 1
     seconds = gang_duration(single, wide, efficiency_)

@@ -16,6 +16,7 @@ batch, which finish first, weigh what its long ones weigh.
 """
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -41,6 +42,10 @@ SPREAD_WEIGHT = 4.0
 #: How far (standard deviation of the log) one scaling probe's rate ratio lies from the search's efficiency curve:
 #: the noise of timing a few steps and how differently the search's candidates scale.
 PROBE_NOISE = 0.1
+#: The efficiency kept per device added to a gang by a candidate that scales well and by one that scales badly: the
+#: range one meets (large models to small ones, where the AllReduce dominates). Scaling is measured only where the
+#: decision after a probe reading either (``as_if_probed``) would not give every candidate one device.
+SCALES_WELL, SCALES_BADLY = 0.97, 0.6
 
 
 class ThroughputModel:
@@ -137,6 +142,13 @@ class ThroughputModel:
             self._pairs[1] += dk * (ratio + dk) / PROBE_NOISE ** 2
             self._probed_sizes[gang] = self._probed_sizes.get(gang, 0) + 1
         self._fit = None
+
+    def as_if_probed(self, host: str, gang: int, kept: float) -> ThroughputModel:
+        """A copy of the model (its running and probed candidates included) after a scaling probe on ``host`` read
+        ``kept`` of the efficiency kept per device added to a gang of ``gang``: what one probe would teach it."""
+        model = copy.deepcopy(self)
+        model.observe_rates(host, {1: 1.0, gang: gang * kept ** (gang - 1)})
+        return model
 
     def probed(self, entries: Sequence[tuple[str, float]]) -> None:
         """The search's candidates whose one-device duration a probe measured but that have not finished, each

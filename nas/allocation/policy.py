@@ -32,13 +32,14 @@ candidates ahead. Each decision's reason is one sentence naming its plan, its ex
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from nas.allocation.model import ThroughputModel
+from nas.allocation.model import SCALES_BADLY, SCALES_WELL, ThroughputModel
 
 #: The widest spread (log scale) of a gang size's efficiency the plans draw.
 UNSURE_LIMIT = 1.0
@@ -187,7 +188,7 @@ class Allocator:
         end = plans[(first, rest)]
         host = self._place(hosts, first)
         # a probed candidate's efficiency was measured by the probes: no evaluation is spent on measuring a size
-        probe = self._probe(hosts, plans, soonest, first) if work > 1 and pending.known is None else None
+        probe = self._probe(hosts, pending, plans, soonest, first) if work > 1 and pending.known is None else None
         if probe is not None:
             (first, rest), end = probe, plans[probe]
             host = self._place(hosts, first)
@@ -256,8 +257,8 @@ class Allocator:
         room = sum((host.free - first * (host.name == here)) // rest for host in hosts if rest in host.sizes)
         return room >= work - 1
 
-    def _probe(self, hosts: Sequence[HostState], plans: dict[tuple[int, int], float], soonest: float,
-               chosen: int) -> tuple[int, int] | None:
+    def _probe(self, hosts: Sequence[HostState], pending: Pending, plans: dict[tuple[int, int], float],
+               soonest: float, chosen: int) -> tuple[int, int] | None:
         """A plan that measures a gang size barely measured yet, if one that fits now costs at most
         ``probe_cost`` of the soonest end (without two sizes measured, the model cannot tell their efficiency from
         the candidates' duration; scaling probes measure the one slope of every size)."""
@@ -267,7 +268,22 @@ class Allocator:
         options = [(value, pair) for pair, value in plans.items()
                    if pair[0] != chosen and seen(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
                    and self._place(hosts, pair[0]) is not None]
-        return min(options)[1] if options else None
+        options = [option for option in sorted(options) if self._scaling_matters(hosts, pending, option[1][0])]
+        return options[0][1] if options else None
+
+    def _scaling_matters(self, hosts: Sequence[HostState], pending: Pending, gang: int) -> bool:
+        """Whether measuring how gangs of ``gang`` scale could change the search's placements: unless this
+        candidate and the rest get one device each both after a measurement that read good scaling (``SCALES_WELL``
+        kept per added device) and after one that read bad (``SCALES_BADLY``). Where they do (many short candidates
+        per device), a candidate run on ``gang`` only to measure it would cost its lost device time for nothing."""
+        here = self._here if self._here is not None else hosts[0].name
+        for kept in (SCALES_WELL, SCALES_BADLY):  # good scaling first: where it gives a gang, that settles it
+            other = copy.copy(self)
+            other.model, other.probe = self.model.as_if_probed(here, gang, kept), 0
+            choice = other.choose(hosts, pending, self._here)
+            if (choice.gang, choice.rest or 1) != (1, 1):
+                return True
+        return False
 
     def plans(self, hosts: Sequence[HostState], sizes: Sequence[int], work: int) -> dict[tuple[int, int], float]:
         """Expected seconds until ``work`` candidates are done, per plan (gang of this one, gang of the rest)."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nas.allocation.cluster import decide, seen_by
-from nas.allocation.model import ThroughputModel
+from nas.allocation.model import SCALES_BADLY, SCALES_WELL, ThroughputModel
 from nas.allocation.policy import Pending
 
 #: the short candidate: the standard normal's 2.5th percentile of the search's durations
@@ -62,6 +62,21 @@ def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]],
                         here, free, search)
         choices.add((choice.host, choice.gang))
     return len(choices) > 1
+
+
+def scaling_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+                    here: str, wide: int, free: Mapping[str, int] | None = None, search: Any = None) -> bool:
+    """Whether a wide probe on ``wide`` devices could change how the search places its candidates: unless the
+    decision (``decide``, on copies of the model) gives one device to this candidate and to the rest both after a
+    probe that read good scaling (``SCALES_WELL`` kept per added device) and after one that read bad scaling
+    (``SCALES_BADLY``). Where it does (many short candidates per device: one device each however they scale), the
+    wide probe would only hold ``wide`` devices for its setup; it is asked again at the next decision, where gangs
+    may matter (the tail)."""
+    for kept in (SCALES_WELL, SCALES_BADLY):  # good scaling first: where it gives a gang, that settles it
+        choice = decide(model.as_if_probed(here, wide, kept), records, pending, now, here, free, search)
+        if (choice.gang, choice.rest or 1) != (1, 1):
+            return True
+    return False
 
 
 def single_seconds(rates: Mapping[int, float], steps: float) -> float:

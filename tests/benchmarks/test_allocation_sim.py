@@ -243,9 +243,9 @@ def test_the_simulated_hand_back_is_the_workers_rule_on_the_published_records(mo
     monkeypatch.setattr(allocation_sim, "hand_back", spy)
     spread = Scenario("spread", "generational", {"population": 12, "generations": 2}, duration=100.0, sigma=1.0,
                       efficiency=0.97)
-    outcome = simulate_search(spread, Cluster(4, 4), "auto", seed=3, pull="handback")
+    outcome = simulate_search(spread, Cluster(4, 4), "auto", seed=4, pull="handback")
     assert calls and outcome.handed >= 1
-    assert outcome.evaluations == simulate_search(spread, Cluster(4, 4), "auto", seed=3).evaluations
+    assert outcome.evaluations == simulate_search(spread, Cluster(4, 4), "auto", seed=4).evaluations
     for records, here, free, handed in calls:
         assert set(free) == {here} and 0 <= handed < LIMIT + 1
         assert all("waiting" in record for record in records)

@@ -20,6 +20,7 @@ def shared(monkeypatch):
     monkeypatch.setattr(device_claims.allocation_state, "record_probed",
                         lambda search, individual, single: calls["probed"].append((individual, single)))
     monkeypatch.setattr(device_claims.allocation_state, "hand_backs", lambda search, individual: 0)
+    monkeypatch.setattr(device_claims, "_scaling_worth", lambda ind, sizes, book, host, wide: True)
     return calls
 
 
@@ -39,6 +40,22 @@ def test_the_probe_runs_on_the_widest_free_gang_and_feeds_the_model(tmp_path, sh
     assert seen == [([["cpu"], ["cpu"] * 4], 0)]  # on one device and the widest gang, all four held meanwhile
     assert len(book.free()) == 4  # given back
     assert [set(rates) for _, rates in shared["rates"]] == [{1, 4}] and shared["probed"] == [(11, single)]
+
+
+def test_a_scaling_that_cannot_change_the_placement_is_not_probed_on_a_gang(tmp_path, shared, monkeypatch):
+    """The wide part runs only where the scaling it reads could change where the candidate goes
+    (``nas.allocation.scaling_matters``); elsewhere the probe has its one-device part only."""
+    book = device_claims.Ledger(["cpu"] * 4, tmp_path)
+    measured, asked = [], []
+    monkeypatch.setattr(device_claims.rate_probe, "measure",
+                        lambda ind, gangs: measured.append(gangs) or {"rates": {1: 500.0}, "steps": 1000,
+                                                                      "seconds": 0.1})
+    monkeypatch.setattr(device_claims, "_scaling_worth",
+                        lambda ind, sizes, book_, host, wide: asked.append(wide) or False)
+    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: True)
+    assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
+    assert asked == [4] and measured == [[["cpu"]]]  # asked about the widest free gang, then timed on one device
+    assert device_claims.inside_wanted(individual(), (1, 2, 4), book, "h")  # so the probe is the evaluation's start
 
 
 def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shared, monkeypatch):

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvaluationResult
-from nas.allocation import Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters
+from nas.allocation import (Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters,
+                            scaling_matters)
 from nas.allocation import running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
@@ -150,6 +151,21 @@ def _length_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledg
     return length_matters(model, list(records.values()), pending, now, host, free, individual["search"])
 
 
+def _wide(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, model: ThroughputModel,
+          rule: ProbeRule) -> int:
+    """The gang of the probe's wide part (1: none): the widest the free devices allow while the search has too few
+    (``ProbeRule.wide_gang``), where the scaling it reads could change where ``individual`` goes now
+    (``nas.allocation.scaling_matters``): elsewhere it would only hold those devices for its setup."""
+    wide = rule.wide_gang(model, sizes, len(book.free()))
+    return wide if wide > 1 and _scaling_worth(individual, sizes, book, host, wide) else 1
+
+
+def _scaling_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, wide: int) -> bool:
+    """Whether the scaling a probe on ``wide`` devices reads could change where ``individual`` goes now."""
+    records, model, pending, now, free = _view(individual, sizes, book, host)
+    return scaling_matters(model, list(records.values()), pending, now, host, wide, free, individual["search"])
+
+
 def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> tuple[float | None, bool]:
     """The scaling probe before ``auto`` places ``individual``, where ``ProbeRule`` asks for one: on one device of
     this host's free ones and, while the search has too few, on the widest gang they allow; the rates go into the
@@ -162,9 +178,9 @@ def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host
     model = allocation_state.load_model(search_id)
     if not rule.wanted(model, sizes):
         return None, True
-    wide = rule.wide_gang(model, sizes, len(book.free()))
     if not book.free():
         return None, False
+    wide = _wide(individual, sizes, book, host, model, rule)
     if wide == 1 and not _length_worth(individual, sizes, book, host):
         return None, False  # not now: decided again while it waits, when its length may matter
     held = book.claim(wide) or book.claim(1)
@@ -293,7 +309,7 @@ def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledg
     if evaluation.get("devices", "auto") != "auto" or evaluation.get("mode") not in (None, "train", "simulated"):
         return False
     rule, model = ProbeRule(), allocation_state.load_model(individual["search"])
-    return (rule.wanted(model, sizes) and rule.wide_gang(model, sizes, len(book.free())) == 1
+    return (rule.wanted(model, sizes) and _wide(individual, sizes, book, host, model, rule) == 1
             and _length_worth(individual, sizes, book, host))
 
 
