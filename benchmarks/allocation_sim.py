@@ -21,9 +21,9 @@ from typing import Any
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
 from nas.allocation import hand_back, reserved, room, running_entry
-from nas.allocation.probing import length_matters, scaling_matters
+from nas.allocation.probing import length_matters
 from benchmarks.allocation_oracle import Truth
-from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide  # noqa: F401
+from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide, _wide_part  # noqa: F401
 from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
@@ -198,15 +198,6 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         model.probed(())
         return model
 
-    def wide_part(prober: str, pending: Pending) -> int:
-        """The gang of a probe's wide part on ``prober`` (1: none), as the real worker chooses it: the widest its
-        free devices allow while the search has too few, where the scaling it reads could change the placement."""
-        wide = probe.rule.wide_gang(stored(), sizes, free[prober])
-        if wide > 1 and not scaling_matters(stored(), list(records.values()), pending, now, prober, wide, dict(free),
-                                            SEARCH):
-            return 1
-        return wide
-
     def decision(index: int, others: list[int], here: str | None) -> tuple[Allocation, float | None, Pending]:
         """The decision for the candidate of draw ``index`` (``others``: the draws of those not started behind it)
         by the worker of ``here`` (``None``: each host with free devices in turn, the most first, until one places
@@ -219,10 +210,12 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
             probes = tuple(draw_duration(config, f"{scenario.name}:{seed}:{k}") for k in others)
         probing = probe is not None and probe.rule.wanted(stored(), sizes)
         prober = here if here is not None else min(free, key=lambda n: (-free[n], n))
-        wide = wide_part(prober, Pending(1 + len(others), more)) if probing and index not in wides else 1
-        if probing and pull == "handback" and index not in singles and wide == 1:
+        rule, wide = _wide_part(probe, stored(), list(records.values()), Pending(1 + len(others), more), now, prober,
+                                dict(free), sizes, SEARCH) if probing and index not in wides else (1, 1)
+        if probing and pull == "handback" and index not in singles and rule == 1:
             # the real worker probes a length only where it could change the placement (decided again later),
-            # with the pending work it reads for an unprobed candidate (``allocation_state.read_pending``: no probes)
+            # with the pending work it reads for an unprobed candidate (``allocation_state.read_pending``: no probes);
+            # while the search lacks its efficiency probes, every one (the first lengths tell the spread)
             probing = length_matters(stored(), list(records.values()), Pending(1 + len(others), more), now, here,
                                      dict(free), SEARCH)
         if probing and pull == "handback" and index not in singles and free[here] < 1:

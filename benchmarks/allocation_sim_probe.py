@@ -8,7 +8,7 @@ import math
 import random
 from typing import Any
 
-from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration
+from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration, scaling_matters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +52,17 @@ def _probe_single(probe: Probe, single: float, key: str) -> tuple[float, float]:
     seconds)."""
     rate = probe.steps / single * math.exp(random.Random(f"probe:{key}").gauss(0.0, probe.noise))
     return probe.steps / rate, probe.setup + probe.fraction * single
+
+
+def _wide_part(probe: Probe, model: ThroughputModel, records: list, pending: Any, now: float, prober: str,
+               free: dict[str, int], sizes: tuple[int, ...], search: Any) -> tuple[int, int]:
+    """A probe's wide gang on ``prober``: as ``probe``'s rule asks for it (the widest the free devices allow while the
+    search has too few) and as the real worker runs it (``device_claims._wide``: only where the scaling it reads
+    could change the placement, ``scaling_matters``); 1: none."""
+    rule = probe.rule.wide_gang(model, sizes, free[prober])
+    if rule > 1 and scaling_matters(model, records, pending, now, prober, rule, free, search):
+        return rule, rule
+    return rule, 1
 
 
 def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: float, efficiency_: Any, here: str,

@@ -111,7 +111,8 @@ class Allocator:
         explicit: candidates per gang slot played out one by one at the end of a plan; the ones before them are
             spread evenly over the slots (their order hardly matters to the end).
         probe: a gang size measured fewer times than this is tried when that costs at most ``probe_cost`` of the
-            expected end (the model learns a size's efficiency only by comparing it with another).
+            expected end (the model learns a size's efficiency only by comparing it with another), and where its
+            scaling could give a candidate a gang (``_scaling_matters``).
         uniform: only plans that give this candidate the gang of the ones after it (the fixed splits from here);
             ``False``: also "g for this one, r for the rest".
         keep: the split most of the search's running evaluations have is kept while expected to end within this

@@ -44,7 +44,8 @@ def test_the_probe_runs_on_the_widest_free_gang_and_feeds_the_model(tmp_path, sh
 
 def test_a_scaling_that_cannot_change_the_placement_is_not_probed_on_a_gang(tmp_path, shared, monkeypatch):
     """The wide part runs only where the scaling it reads could change where the candidate goes
-    (``nas.allocation.scaling_matters``); elsewhere the probe has its one-device part only."""
+    (``nas.allocation.scaling_matters``); elsewhere the probe has its one-device part only, which times the length
+    while the search lacks its efficiency probes, whether or not the length could change the placement."""
     book = device_claims.Ledger(["cpu"] * 4, tmp_path)
     measured, asked = [], []
     monkeypatch.setattr(device_claims.rate_probe, "measure",
@@ -52,7 +53,7 @@ def test_a_scaling_that_cannot_change_the_placement_is_not_probed_on_a_gang(tmp_
                                                                       "seconds": 0.1})
     monkeypatch.setattr(device_claims, "_scaling_worth",
                         lambda ind, sizes, book_, host, wide: asked.append(wide) or False)
-    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: True)
+    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: pytest.fail("asked"))
     assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
     assert asked == [4] and measured == [[["cpu"]]]  # asked about the widest free gang, then timed on one device
     assert device_claims.inside_wanted(individual(), (1, 2, 4), book, "h")  # so the probe is the evaluation's start

@@ -152,12 +152,13 @@ def _length_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledg
 
 
 def _wide(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, model: ThroughputModel,
-          rule: ProbeRule) -> int:
-    """The gang of the probe's wide part (1: none): the widest the free devices allow while the search has too few
-    (``ProbeRule.wide_gang``), where the scaling it reads could change where ``individual`` goes now
-    (``nas.allocation.scaling_matters``): elsewhere it would only hold those devices for its setup."""
-    wide = rule.wide_gang(model, sizes, len(book.free()))
-    return wide if wide > 1 and _scaling_worth(individual, sizes, book, host, wide) else 1
+          rule: ProbeRule) -> tuple[int, int]:
+    """The gang of the probe's wide part as the rule asks for it (the widest the free devices allow while the search
+    has too few, ``ProbeRule.wide_gang``) and as it runs: only where the scaling it reads could change where
+    ``individual`` goes (``nas.allocation.scaling_matters``); elsewhere it would only hold those devices for its
+    setup. 1: none."""
+    asked = rule.wide_gang(model, sizes, len(book.free()))
+    return asked, asked if asked > 1 and _scaling_worth(individual, sizes, book, host, asked) else 1
 
 
 def _scaling_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, wide: int) -> bool:
@@ -180,9 +181,9 @@ def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host
         return None, True
     if not book.free():
         return None, False
-    wide = _wide(individual, sizes, book, host, model, rule)
-    if wide == 1 and not _length_worth(individual, sizes, book, host):
-        return None, False  # not now: decided again while it waits, when its length may matter
+    asked, wide = _wide(individual, sizes, book, host, model, rule)
+    if asked == 1 and not _length_worth(individual, sizes, book, host):  # while the search lacks its efficiency
+        return None, False  # probes, every probe times the length; later only where it could change the placement
     held = book.claim(wide) or book.claim(1)
     if held is None:
         return None, False
@@ -303,14 +304,16 @@ def hand_back_now(individual: dict[str, Any], choice: Allocation) -> None:
 
 def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> bool:
     """Whether ``individual``'s probe is the first steps of its evaluation on one device: ``auto``, a trained or
-    simulated evaluation, ``ProbeRule`` asking for a probe without a wide part, and its length able to change where
-    it goes (:func:`_length_worth`)."""
+    simulated evaluation, ``ProbeRule`` asking for a probe, without a wide part (:func:`_wide`), and, once the search
+    has its efficiency probes, its length able to change where it goes (:func:`_length_worth`)."""
     evaluation = individual["evaluation"]
     if evaluation.get("devices", "auto") != "auto" or evaluation.get("mode") not in (None, "train", "simulated"):
         return False
     rule, model = ProbeRule(), allocation_state.load_model(individual["search"])
-    return (rule.wanted(model, sizes) and _wide(individual, sizes, book, host, model, rule) == 1
-            and _length_worth(individual, sizes, book, host))
+    if not rule.wanted(model, sizes):
+        return False
+    asked, wide = _wide(individual, sizes, book, host, model, rule)
+    return wide == 1 and (asked > 1 or _length_worth(individual, sizes, book, host))
 
 
 def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,
