@@ -3,6 +3,7 @@
 - :mod:`~nas.allocation.efficiency`: ``T(g) = T(1) / (g x efficiency(g))`` and the gang sizes a worker allows.
 - :mod:`~nas.allocation.model`: the throughput per (host, gang size), learned from measured durations.
 - :mod:`~nas.allocation.policy`: the choice per dispatch, with its reason in words.
+- :mod:`~nas.allocation.drawing`: the draws the choice's plans are played out over.
 - :mod:`~nas.allocation.cluster`: the hosts as gang workers publish them, and the decision made from them.
 - :mod:`~nas.allocation.probing`: when a worker times a candidate's steps before placing it (the scaling probe), and
   whether its length could change where it goes.

@@ -39,11 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from nas.allocation.drawing import unsure, water_fill
 from nas.allocation.model import SCALES_BADLY, SCALES_WELL, ThroughputModel
-
-#: The widest spread (log scale) of a gang size's efficiency the plans draw.
-UNSURE_LIMIT = 1.0
-
 
 @dataclasses.dataclass(frozen=True)
 class HostState:
@@ -307,8 +304,8 @@ class Allocator:
         # how well each gang size scales is itself uncertain until measured: each draw takes one efficiency per
         # size (one slope for every size: a model that scales badly on pairs does on quads), with the model's
         # expectation as its mean, so plans are compared under the posterior, not the prior's mean alone
-        unsure = rng.standard_normal(self.samples)
-        durations = {(h.name, s): self.model.duration(h.name, s) * _unsure(unsure, self.model.uncertainty(s))
+        slopes = rng.standard_normal(self.samples)
+        durations = {(h.name, s): self.model.duration(h.name, s) * unsure(slopes, self.model.uncertainty(s))
                      for h in hosts for s in h.sizes}
         result = {}
         for first in sizes:
@@ -368,7 +365,7 @@ class Allocator:
         explicit = min(count, factors.shape[1], self.explicit * free.shape[1])
         spread_over = count - explicit
         if spread_over:
-            free = _water_fill(free, cost, spread_over)
+            free = water_fill(free, cost, spread_over)
         rows = np.arange(free.shape[0])
         known = getattr(self, "_rest_known", ())
         for j in range(explicit):
@@ -384,27 +381,3 @@ class Allocator:
         here = getattr(self, "_here", None)
         fits = [host for host in hosts if gang in host.sizes and host.free >= gang and here in (None, host.name)]
         return min(fits, key=lambda host: (host.free, host.name)).name if fits else None
-
-
-def _unsure(draws: np.ndarray, sigma: float) -> np.ndarray:
-    """Duration factors for an efficiency known up to a log standard deviation of ``sigma``, with mean 1: the
-    model's expectation stays the expectation (a plan on an unmeasured gang size is judged under the posterior, not
-    penalised for its uncertainty). At most ``UNSURE_LIMIT``: a wider lognormal's mean rests on draws too rare for the
-    samples, which would make every plan on it look instant."""
-    sigma = float(np.clip(sigma, -UNSURE_LIMIT, UNSURE_LIMIT))
-    factors = np.exp(draws * sigma)
-    return factors / factors.mean()  # the mean of these very draws: a plan is not favoured by a lucky sample
-
-
-def _water_fill(free: np.ndarray, cost: np.ndarray, count: int) -> np.ndarray:
-    """The slots' free times after ``count`` candidates of mean ``cost`` seconds per slot fill them up to one level
-    (the level where the slots' capacity below it holds ``count`` candidates), per draw."""
-    low = free.min(axis=1)
-    high = free.max(axis=1) + count * cost.max(axis=1)
-    for _ in range(40):
-        level = (low + high) / 2
-        held = (np.maximum(0.0, level[:, None] - free) / cost).sum(axis=1)
-        too_low = held < count
-        low = np.where(too_low, level, low)
-        high = np.where(too_low, high, level)
-    return np.maximum(free, high[:, None])
