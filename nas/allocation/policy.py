@@ -42,6 +42,7 @@ import numpy as np
 from nas.allocation.drawing import unsure, water_fill
 from nas.allocation.model import SCALES_BADLY, SCALES_WELL, ThroughputModel
 
+
 @dataclasses.dataclass(frozen=True)
 class HostState:
     """One host's evaluation devices as the allocator sees them at a dispatch."""
@@ -266,8 +267,8 @@ class Allocator:
         options = [(value, pair) for pair, value in plans.items()
                    if pair[0] != chosen and seen(pair[0]) < self.probe and value <= soonest * (1 + self.probe_cost)
                    and self._place(hosts, pair[0]) is not None]
-        options = [option for option in sorted(options) if self._scaling_matters(hosts, pending, option[1][0])]
-        return options[0][1] if options else None
+        # the cheapest whose scaling could give a candidate a gang (asked in order: each asks the plans twice)
+        return next((pair for _, pair in sorted(options) if self._scaling_matters(hosts, pending, pair[0])), None)
 
     def _scaling_matters(self, hosts: Sequence[HostState], pending: Pending, gang: int) -> bool:
         """Whether measuring how gangs of ``gang`` scale could change the search's placements: unless this
