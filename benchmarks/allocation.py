@@ -30,6 +30,7 @@ from benchmarks.allocation_dqn import WEIGHTS, train  # noqa: E402
 from benchmarks.allocation_oracle import TRUTHS  # noqa: E402
 from benchmarks.allocation_sim import CLUSTERS, RHOS, SIGMAS, Probe, Scenario, grid_scenario  # noqa: E402
 from benchmarks.allocation_sim import PULLS, simulate_search  # noqa: E402
+from benchmarks.allocation_sim_probe import CONTINUES  # noqa: E402
 from nas.allocation.handing_back import LIMIT as HAND_BACKS  # noqa: E402
 from benchmarks.report import Report, command_line, table  # noqa: E402
 
@@ -78,10 +79,12 @@ def main(argv: list[str] | None = None) -> None:
                              "oracle-rho: told the true efficiency only, durations learned as by probe)")
     parser.add_argument("--dqn-episodes", type=int, default=60, help="DQN training searches (0: the saved weights)")
     parser.add_argument("--output", default="allocation", help="results/<output>.md (default allocation)")
-    parser.add_argument("--continues", choices=("both", "one", "none"), default="both",
-                        help="auto + probe: which part of the probe the evaluation goes on from when the decision keeps "
-                             "its configuration (both: the one device or the wide gang; one: a probe of one device "
-                             "only, as the real worker does; none: it starts again after the whole probe)")
+    parser.add_argument("--continues", choices=CONTINUES, default="both",
+                        help="auto + probe: which part of the probe the evaluation goes on from when the decision "
+                             "keeps its configuration (both: the one device or the wide gang; inside: the gang the "
+                             "probe ends on, one device or the wide gang after a one-device part run apart, as the "
+                             "real worker does; one: a probe of one device only, as the real worker did before; none: "
+                             "it starts again after the whole probe)")
     parser.add_argument("--pull", choices=PULLS, default="host",
                         help="who gets a candidate whose worker is told to wait (host: it is offered to the next host "
                              "with free devices, the tables so far; worker: the worker that pulled it keeps it and "
@@ -134,7 +137,11 @@ def main(argv: list[str] | None = None) -> None:
         "`nas.allocation.scaling_matters`), its device time counted, as the gang worker runs it; "
         + {"none": "the evaluation starts again after the whole probe",
            "one": "the probe's steps are the evaluation's first where it has no wide part: a decision that keeps its "
-                  "one device goes on from there; a probe with a wide part is paid whole (the real worker's rule)",
+                  "one device goes on from there; a probe with a wide part is paid whole (the real worker's rule "
+                  "before its wide part went inside the evaluation)",
+           "inside": "the probe's steps are the evaluation's first on the gang it ends on (the real worker's rule): "
+                     "a decision that keeps its one device, or its wide gang, goes on from there; a wide one loses "
+                     "its one-device part, run apart first",
            "both": "the probe's steps are the evaluation's first: a decision that keeps the probe's one device, or "
                    "its wide gang, goes on from there and loses only the other part"}[args.continues]
         + "; `auto`: without probes."

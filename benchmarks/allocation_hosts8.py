@@ -24,7 +24,7 @@ SPLITS = (1, 2, 4, 8)
 
 
 def mean_makespan(scenario, cluster, gang, pull="host") -> float:
-    probe = dataclasses.replace(Probe(), continues="one") if gang == "auto" else None
+    probe = dataclasses.replace(Probe(), continues="inside") if gang == "auto" else None
     return statistics.mean(simulate_search(scenario, cluster, gang, seed=seed, probe=probe, pull=pull).makespan
                            for seed in SEEDS)
 

@@ -36,7 +36,7 @@ def makespan(job: tuple) -> tuple:
     """One search: ``job`` is (scenario key, split or ``"auto"``, seed)."""
     key, gang, seed = job
     cluster, strategy, sigma, rho = key
-    probe = dataclasses.replace(Probe(), continues="one") if gang == "auto" else None
+    probe = dataclasses.replace(Probe(), continues="inside") if gang == "auto" else None
     outcome = simulate_search(grid_scenario(strategy, sigma, rho), CLUSTERS[cluster], gang, seed=seed, probe=probe,
                               pull="handback" if gang == "auto" else "host")
     return key, gang, seed, outcome.makespan

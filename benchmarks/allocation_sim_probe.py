@@ -11,6 +11,10 @@ from typing import Any
 from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration, scaling_matters
 
 
+#: Which part of a probe the evaluation goes on from (``Probe.continues``).
+CONTINUES = ("none", "one", "inside", "both")
+
+
 @dataclasses.dataclass(frozen=True)
 class Probe:
     """The scaling probe a gang worker runs on a candidate before it is placed (``auto`` only): a few training
@@ -24,12 +28,14 @@ class Probe:
     ``continues``: the probe's steps are the first steps of the candidate's training, so a decision that keeps the
     configuration a part of the probe ran on goes on from that part's state: that part costs nothing (its setup is
     the evaluation's own, which no split is charged for, and its steps are done), and only the other part's time
-    is lost. ``"both"``: the one-device part and the wide gang (on its host) go on; ``"one"``: only a probe without
-    a wide part, on one device (what the real worker does, ``webapp.worker.device_claims.probe_inside``: a probe
-    with a wide part runs apart and is paid whole); ``"none"``: every decision starts again after the whole
-    probe. The charges are the real worker's, measured
-    on the CPU (``benchmarks/allocation_probe_real.py``): a one-device probe 0.2-4.3 s, 13 s for a worker process's
-    first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly starting the two ranks."""
+    is lost. ``"both"``: the one-device part and the wide gang (on its host) go on; ``"inside"``: what the real
+    worker does (``webapp.worker.device_claims.probe_inside``): a probe without a wide part goes on from its one
+    device, one with a wide part from its gang (its one-device part runs apart first and is lost); ``"one"``: only
+    a probe without a wide part (the real worker before the wide part went inside the evaluation: a probe with a
+    wide part ran apart and was paid whole); ``"none"``: every decision starts again after the whole probe. The
+    charges are the real worker's, measured on the CPU (``benchmarks/allocation_probe_real.py``): a one-device
+    probe 0.2-4.3 s, 13 s for a worker process's first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly
+    starting the two ranks."""
 
     fraction: float = 0.01
     setup: float = 5.0
@@ -81,8 +87,10 @@ def _probe_lost(probe: Probe, single_wall: float, wide: tuple, choice: Allocatio
     """The wall seconds of a candidate's probe that its evaluation does not get back (``wide``: its wide part, (index,
     wall seconds, gang, host)): with ``probe.continues``, the part whose configuration the decision keeps goes on
     training, and only the other part is lost (see :class:`Probe`)."""
-    if probe.continues not in ("none", "one", "both"):
-        raise ValueError(f"`continues` must be none, one or both (got {probe.continues!r})")
+    if probe.continues not in CONTINUES:
+        raise ValueError(f"`continues` must be one of {', '.join(CONTINUES)} (got {probe.continues!r})")
+    if probe.continues == "inside" and choice.gang == wide[2] and (wide[2] == 1 or choice.host == wide[3]):
+        return 0.0 if wide[2] == 1 else single_wall  # the probed gang goes on; a wide one lost its one-device part
     if probe.continues == "both" and choice.gang == 1:  # the one-device part goes on (after the wide part, if any)
         return wide[1]
     if probe.continues == "one" and choice.gang == 1 and wide[2] == 1:  # a probe of one device only: it goes on

@@ -81,11 +81,13 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
                      poll: float = 0.1, fault: str | None = None, export_to: str | os.PathLike | None = None,
                      weights_to: BinaryIO | None = None, latency: dict[str, Any] | None = None,
                      report: Report | None = None, report_every: int | None = None,
-                     compression: Any = None, probe: int | None = None) -> EvaluationResult:
+                     compression: Any = None, probe: int | None = None,
+                     on_probe: Callable[[float | None, float], bool] | None = None) -> EvaluationResult:
     """Train ``genome`` on the ``devices`` of this host (one rank each; ``cpu`` may repeat) and return rank 0's
     result; never raises. ``compression``: how the ranks exchange gradients (``evaluation.compression``, see
-    :mod:`evaluators.compression`; ``None``: dense). ``fault``, ``export_to``, ``weights_to``, ``latency``, ``report`` and ``report_every``
-    and ``probe`` are :func:`evaluators.evaluate.evaluate`'s. ``on_ranks`` receives the ranks' process ids and the gang's folder
+    :mod:`evaluators.compression`; ``None``: dense). ``fault``, ``export_to``, ``weights_to``, ``latency``,
+    ``report``, ``report_every``, ``probe`` and ``on_probe`` (asked here, with the leader's rate) are
+    :func:`evaluators.evaluate.evaluate`'s. ``on_ranks`` receives the ranks' process ids and the gang's folder
     once they are started (where ``training.<rank>`` appears after a rank's first step; tests use it);
     ``threads``: PyTorch threads per CPU rank (default: this host's cores shared out among the ranks)."""
     started = time.perf_counter()
@@ -99,18 +101,20 @@ def evaluate_on_gang(genome: Any, space: SearchSpace | dict[str, Any], training:
         return EvaluationResult.failed("invalid", str(error), device=joined)
     job = {"genome": genome, "space": space_config, "training": budget.to_dict(), "dataset": dataset,
            "fault": fault, "export_to": None if export_to is None else str(export_to), "weights": weights_to is not None,
-           "latency": latency, "report_every": report_every, "compression": compression, "probe": probe}
+           "latency": latency, "report_every": report_every, "compression": compression, "probe": probe,
+           "on_probe": on_probe is not None}
     return run_gang(job, devices, budget, should_stop=should_stop, on_ranks=on_ranks,
                     collective_timeout=collective_timeout, startup_seconds=startup_seconds,
                     stall_seconds=stall_seconds, threads=threads, poll=poll, weights_to=weights_to, report=report,
-                    started=started)
+                    started=started, on_probe=on_probe)
 
 
 def run_gang(job: dict[str, Any], devices: Sequence[str], budget: TrainingBudget, *,
              should_stop: Callable[[], bool] | None = None, on_ranks: Callable[[list[int], Path], None] | None = None,
              collective_timeout: float = 60.0, startup_seconds: float = 180.0, stall_seconds: float | None = None,
              threads: int | None = None, poll: float = 0.1, weights_to: BinaryIO | None = None,
-             report: Report | None = None, started: float | None = None) -> EvaluationResult:
+             report: Report | None = None, started: float | None = None,
+             on_probe: Callable[[float | None, float], bool] | None = None) -> EvaluationResult:
     """Run ``job`` (what :mod:`evaluators.gang_rank` runs on each rank: a genome's evaluation, or with ``"task":
     "supernet"`` a supernet's training) on ``devices``, one rank each, watched as the module says; rank 0's result.
     ``budget``: the job's training (its ``max_seconds`` caps the gang); the other options are
@@ -139,7 +143,7 @@ def run_gang(job: dict[str, Any], devices: Sequence[str], budget: TrainingBudget
         if on_ranks is not None:
             on_ranks([rank.pid for rank in ranks], folder)
         failure = _watch(ranks, devices, folder, should_stop, safe(report), started, budget, startup_seconds, stall,
-                         poll)
+                         poll, on_probe)
     except BaseException:  # interrupted (a paused node hands its evaluation back): no rank, no folder left
         _kill(ranks)
         shutil.rmtree(folder, ignore_errors=True)
@@ -178,16 +182,34 @@ def _answer(folder: Path, report: Report, answered: int) -> int:
     return answered
 
 
+def _answer_probe(folder: Path, on_probe: Callable[[float | None, float], bool] | None) -> None:
+    """Answer the leader's scaling probe (``probe.json``) once it waits: ``go on`` unless ``on_probe`` declines
+    (one that fails is no answer against the training: it goes on)."""
+    if on_probe is None or not (folder / "probe.json").exists() or (folder / "probe.answer").exists():
+        return
+    try:
+        asked = json.loads((folder / "probe.json").read_text())
+        rate = None if asked.get("rate") is None else float(asked["rate"])
+        go_on = bool(on_probe(rate, float(asked["steps"])))
+    except (OSError, ValueError, KeyError, TypeError):
+        go_on = True
+    partial = folder / "probe.answer.part"
+    partial.write_text("go on" if go_on else "stop")
+    partial.replace(folder / "probe.answer")
+
+
 def _watch(ranks: list[subprocess.Popen], devices: Sequence[str], folder: Path,
            should_stop: Callable[[], bool] | None, report: Report, started: float, budget: TrainingBudget,
-           startup_seconds: float, stall: float, poll: float) -> tuple[str, str] | None:
-    """Wait for every rank to end, answering the leader's reports; the failure (reason, message) when one dies,
-    stalls or never starts."""
+           startup_seconds: float, stall: float, poll: float,
+           on_probe: Callable[[float | None, float], bool] | None = None) -> tuple[str, str] | None:
+    """Wait for every rank to end, answering the leader's reports and its probe; the failure (reason, message) when
+    one dies, stalls or never starts."""
     cap = None if budget.max_seconds is None else budget.max_seconds + startup_seconds
     stopping = False
     answered = 0
     while True:
         answered = _answer(folder, report, answered)
+        _answer_probe(folder, on_probe)
         codes = [rank.poll() for rank in ranks]
         if codes[0] == 0 and (folder / "result.json").exists():
             return None  # rank 0 wrote the gang's result: a rank dying while the gang leaves cannot change it

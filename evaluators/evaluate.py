@@ -167,8 +167,9 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
     result's status is ``pruned`` (its partial curve, its fitness the last accuracy, its weights as they were).
     ``probe``: instead of the training, a scaling probe of that many timed steps after a warm-up step
     (:func:`evaluators.training.step_rate`): metrics ``probe_rate`` (steps per second) and ``probe_steps``.
-    ``on_probe``: on one device, the scaling probe inside the training (``evaluators.training.fit``): called with
-    the first steps' rate and the training's steps, ``False`` ends the evaluation there (failure ``declined``).
+    ``on_probe``: the scaling probe inside the training (``evaluators.training.fit``; on a gang, the leader's,
+    answered in this process): called with the first steps' rate and the training's steps, ``False`` ends the
+    evaluation there (failure ``declined``).
     """
     options = dict(fault=fault, export_to=export_to, weights_to=weights_to, latency=latency, report=report,
                    report_every=report_every, probe=probe)
@@ -176,7 +177,7 @@ def evaluate(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget 
         return evaluate_on_ranks(genome, space, training, dataset, device, None, on_probe=on_probe, **options)
     from evaluators.data_parallel import evaluate_on_gang
 
-    return evaluate_on_gang(genome, space, training, dataset, list(device), **options, **gang)
+    return evaluate_on_gang(genome, space, training, dataset, list(device), on_probe=on_probe, **options, **gang)
 
 
 def evaluate_on_ranks(genome: Any, space: Any, training: dict[str, Any] | TrainingBudget | None, dataset: str,

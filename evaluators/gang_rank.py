@@ -13,6 +13,9 @@ folder, through which the ranks and the worker that watches them talk:
 - ``stop``, set by the worker, stops every rank at the next step (the ranks all-reduce the flag);
 - the leader's progress reports go out as ``point.<n>.json`` and wait for the worker's ``answer.<n>`` (whether
   the pruner stops it), which every rank then learns at the same step;
+- where the worker asks for it, the leader's scaling probe inside the training (its first steps' rate) goes out as
+  ``probe.json`` and waits for ``probe.answer`` (whether the gang trains on: ``declined`` otherwise, at the same
+  step on every rank);
 - the leader writes ``weights.pt`` (when asked) and, last, ``result.json``.
 
 A rank that fails alone (out of memory, a collective broken by a dead peer) writes nothing and exits non-zero
@@ -44,7 +47,7 @@ from evaluators.supernet_training import supernet_on_ranks
 ALIVE_EVERY = 1.0
 #: Failures that every rank meets at the same step (agreed, or in what every rank computes alike): the leader
 #: writes them as the gang's result. Any other failure is this rank's alone.
-SHARED_FAILURES = ("stopped", "timeout", "diverged", "invalid")
+SHARED_FAILURES = ("stopped", "timeout", "diverged", "invalid", "declined")
 
 
 class FolderGang(Gang):
@@ -79,14 +82,24 @@ class FolderGang(Gang):
         self.points += 1
         point = self.folder / f"point.{self.points}.json"
         _write_atomic(point, json.dumps({"step": step, "epoch": epoch, "metrics": metrics}))
-        answer = self.folder / f"answer.{self.points}"
+        return self._answer(self.folder / f"answer.{self.points}") == "stop"
+
+    def relay_probe(self, rate: float | None, steps: float) -> bool:
+        """The leader's scaling probe inside the training (``fit(on_probe=...)``): its rate handed to the worker,
+        whose answer says whether the gang goes on training (no answer: go on)."""
+        _write_atomic(self.folder / "probe.json", json.dumps({"rate": rate, "steps": steps}))
+        return self._answer(self.folder / "probe.answer") != "stop"
+
+    def _answer(self, path: Path) -> str | None:
+        """The worker's answer written at ``path``; ``None`` past ``answer_seconds`` (a lost question never blocks
+        the training, as on one device)."""
         waited = time.monotonic()
-        while not answer.exists():
+        while not path.exists():
             if time.monotonic() - waited > self.answer_seconds:
-                return False  # a lost report never blocks the training (as on one device)
+                return None
             self.alive()
             time.sleep(0.01)
-        return answer.read_text().strip() == "stop"
+        return path.read_text().strip()
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -107,7 +120,7 @@ def _run(job: dict[str, Any], ranks: FolderGang) -> EvaluationResult:
                                  job["devices"][ranks.rank], ranks, fault=job.get("fault"),
                                  export_to=job.get("export_to") if ranks.leader else None, weights_to=weights,
                                  latency=job.get("latency"), report=on_point, report_every=job.get("report_every"),
-                                 probe=job.get("probe"))
+                                 probe=job.get("probe"), on_probe=ranks.relay_probe if job.get("on_probe") else None)
     finally:
         if weights is not None:
             weights.close()

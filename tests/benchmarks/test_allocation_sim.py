@@ -103,6 +103,12 @@ def test_a_probe_that_continues_loses_only_the_part_whose_configuration_the_deci
     assert _probe_lost(Probe(continues="one"), 5.0, alone, Allocation("host0", 1, "", "plan")) == 0.0
     assert _probe_lost(Probe(continues="one"), 5.0, alone, Allocation("host0", 2, "", "plan")) == 5.0
     assert _probe_lost(Probe(continues="none"), 5.0, wide, Allocation("host0", 1, "", "plan")) == 35.0
+    inside = Probe(continues="inside")  # the real worker: the gang the probe ends on trains on
+    assert _probe_lost(inside, 5.0, wide, Allocation("host0", 4, "", "plan")) == 5.0  # its one-device part ran apart
+    assert _probe_lost(inside, 5.0, wide, Allocation("host0", 1, "", "plan")) == 35.0
+    assert _probe_lost(inside, 5.0, wide, Allocation("host1", 4, "", "plan")) == 35.0
+    assert _probe_lost(inside, 5.0, alone, Allocation("host0", 1, "", "plan")) == 0.0
+    assert _probe_lost(inside, 5.0, alone, Allocation("host0", 2, "", "plan")) == 5.0
     with pytest.raises(ValueError, match="continues"):
         _probe_lost(Probe(continues="yes"), 5.0, wide, Allocation("host0", 1, "", "plan"))
     spread = Scenario("spread", "generational", {"population": 6, "generations": 2}, duration=100.0, sigma=1.0,
@@ -267,5 +273,5 @@ def test_every_decision_starts_from_the_model_as_stored():
 
     spread = Scenario("spread", "regularized", {"population": 8, "sample_size": 3, "max_evaluations": 24},
                       duration=100.0, sigma=1.0, efficiency=0.9)
-    simulate_search(spread, Cluster(2, 4), "auto", policy=spy, pull="handback", probe=sim.Probe(continues="one"))
+    simulate_search(spread, Cluster(2, 4), "auto", policy=spy, pull="handback", probe=sim.Probe(continues="inside"))
     assert len(same) >= 24 and all(same)

@@ -91,9 +91,9 @@ def test_two_gang_workers_probe_and_decide_with_the_published_cluster_as_the_pol
             assert known == pytest.approx(draw_duration(config, individual.key), rel=1e-6)
             assert individual.metrics["allocation_probe"] == f"{known:.1f}"
             assert "its probe" in choice["reason"]
-        if individual.metrics.get("allocation_continued") == "probe":  # it trained on from its probe's steps
-            continued += 1
-            assert choice["gang"] == 1 and known is not None and taken[pk]["free"][choice["host"]] >= 1
+        if individual.metrics.get("allocation_continued") == "probe":  # it trained on from its probe's steps (on
+            continued += 1  # one device, or on the wide part's gang), which the decision counted free
+            assert known is not None and taken[pk]["free"][choice["host"]] >= choice["gang"]
     # the first candidates were probed (no efficiency measured yet) and their rates reached the search's model
     assert any(decision["pending"]["known"] is not None for decision in decisions[:4])
     assert allocation_state.load_model(search.pk).rates_measured(2) >= 1

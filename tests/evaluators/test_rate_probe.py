@@ -74,6 +74,25 @@ def test_a_probe_inside_the_training_goes_on_from_its_steps_or_ends_it_when_decl
     assert declined.failure == "declined" and declined.curve == []
 
 
+def test_a_gangs_probe_inside_the_training_is_answered_by_the_worker_and_declined_on_every_rank():
+    """On a gang the leader's probe goes to the worker (``evaluators.data_parallel``), which answers once; a
+    decline ends every rank at the same step: the gang's result, not a lost rank."""
+    asked = []
+
+    def keep(rate, steps):
+        asked.append((rate, steps))
+        return True
+
+    plain = evaluate(GENOME, SPACE, TRAINING, "digits", "cpu")
+    going_on = evaluate(GENOME, SPACE, TRAINING, "digits", ["cpu", "cpu"], on_probe=keep, threads=1)
+    assert going_on.ok and going_on.device == "cpu,cpu", going_on.message
+    assert len(asked) == 1 and asked[0][0] > 0 and asked[0][1] == plain.metrics["steps"]
+    assert going_on.metrics["steps"] == plain.metrics["steps"]  # trained on from the probe's steps, not again
+    declined = evaluate(GENOME, SPACE, TRAINING, "digits", ["cpu", "cpu"], on_probe=lambda rate, steps: False,
+                        threads=1)
+    assert declined.failure == "declined" and declined.curve == [], declined.message
+
+
 def test_a_simulated_candidate_asks_its_probe_at_once():
     from evaluators.simulated import simulate
 

@@ -56,7 +56,7 @@ def test_a_scaling_that_cannot_change_the_placement_is_not_probed_on_a_gang(tmp_
     monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: pytest.fail("asked"))
     assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
     assert asked == [4] and measured == [[["cpu"]]]  # asked about the widest free gang, then timed on one device
-    assert device_claims.inside_wanted(individual(), (1, 2, 4), book, "h")  # so the probe is the evaluation's start
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 1  # so the probe is the evaluation's start
 
 
 def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shared, monkeypatch):
@@ -84,10 +84,10 @@ def test_a_length_that_cannot_change_the_placement_is_not_probed(tmp_path, share
     asked = []
     monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: asked.append(host) or False)
     assert device_claims.probe(individual(), (1, 2), book, "h") == (None, False)
-    assert not device_claims.inside_wanted(individual(), (1, 2), book, "h")
+    assert device_claims.inside_gang(individual(), (1, 2), book, "h") == 0
     assert measured == [] and asked == ["h", "h"] and len(book.free()) == 1
     monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: True)
-    assert device_claims.inside_wanted(individual(), (1, 2), book, "h")
+    assert device_claims.inside_gang(individual(), (1, 2), book, "h") == 1
     assert device_claims.probe(individual(), (1, 2), book, "h") == (pytest.approx(2.0), True)
     assert measured == [[["cpu"]]] and len(book.free()) == 1  # on its one free device, given back
 
@@ -156,6 +156,42 @@ def test_a_probe_inside_the_evaluation_hands_over_what_it_measured_when_the_deci
     for index in range(2):
         (tmp_path / f"device.{index}").write_text("1")  # held by another live process
     assert device_claims.probe_inside(individual(), (1, 2), book, "h", simulated) == (None, False)
+
+
+def test_a_wide_probe_is_the_start_of_the_evaluation_on_its_gang_and_trains_on_when_the_decision_keeps_it(
+        tmp_path, shared, published, monkeypatch):
+    """With a wide part, the probe's one-device part runs apart on the first of the gang's devices, then the
+    evaluation starts on the whole gang: its first steps give the gang's rate, and a decision that keeps that gang
+    trains on (the gang start is paid once); any other hands over the length it measured."""
+    from nas.allocation import Allocation
+
+    monkeypatch.setenv("NAS_SIM_SLOWDOWN", "0.001")  # the one-device part as fast as ``simulated``
+    book = device_claims.Ledger(["cpu"] * 4, tmp_path)
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 4  # scaling matters (the fixture)
+    measured, seen = [], []
+    real = device_claims.rate_probe.measure
+    monkeypatch.setattr(device_claims.rate_probe, "measure",
+                        lambda ind, gangs: measured.append((gangs, len(book.free()))) or real(ind, gangs))
+
+    def keep(ind, sizes, book_, host, known, holding=0):
+        seen.append((known, holding, len(book_.free())))
+        return Allocation(host, 4, "gang of 4: it scales", "plan", 10.0, 4)
+
+    monkeypatch.setattr(device_claims, "choose", keep)
+    result = device_claims.probe_inside(individual(), (1, 2, 4), book, "h", simulated, 4)
+    assert measured == [([["cpu"]], 0)]  # the one-device part alone, the gang's four devices held
+    assert result.ok and result.metrics["gang"] == "4" and result.metrics["allocation_continued"] == "probe"
+    assert seen == [(pytest.approx(0.002), 4, 0)]  # decided with its length, its gang counted free
+    assert [set(rates) for _, rates in shared["rates"]] == [{1, 4}]  # the efficiency: the ratio of the two rates
+    host, rates = shared["rates"][0]
+    assert rates[4] / rates[1] == pytest.approx(4 * 0.9 ** 2)  # the simulated efficiency per doubling
+    assert published["runs"][0][2]["gang"] == 4 and len(book.free()) == 4
+    monkeypatch.setattr(device_claims, "choose", lambda *args, **kwargs: Allocation("h", 1, "gang of 1", "plan"))
+    known, final = device_claims.probe_inside(individual(), (1, 2, 4), book, "h", simulated, 4)
+    assert final and known == pytest.approx(0.002) and len(book.free()) == 4 and len(published["runs"]) == 1
+    monkeypatch.setattr(device_claims.rate_probe, "measure", lambda ind, gangs: None)  # a failed one-device part
+    assert device_claims.probe_inside(individual(), (1, 2, 4), book, "h", simulated, 4) == (None, True)
+    assert len(book.free()) == 4
 
 
 def test_a_model_that_cannot_be_read_publishes_no_count_and_its_duration_counts_in_full(tmp_path, shared, published,

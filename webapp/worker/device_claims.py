@@ -10,16 +10,16 @@ pulls the candidate, from the whole cluster as the gang workers publish it (``we
 every host's devices and what runs there, of any search, with its expected time left; this host's free devices
 exactly, from its ledger), what the loop publishes (candidates waiting, how many more before a barrier or the end),
 and the search's throughput model kept in Redis and updated by every evaluation that ends. Before deciding, where
-``nas.allocation.ProbeRule`` asks, the worker runs a scaling probe (``webapp.worker.rate_probe``: a few timed steps
-on one free device and on the widest free gang): its rates go into the model, the candidate's own length into the
+``nas.allocation.ProbeRule`` asks, the worker runs a scaling probe (a few timed steps on one free device and, where
+it has a wide part, on the widest free gang): its rates go into the model, the candidate's own length into the
 decision (``Pending.known``) and into what the other workers' decisions see of the probed candidates that wait
-(``Pending.probes``), as the simulator does. Where the probe has no wide part (the search has its efficiency
-probes), it is the evaluation's own first steps on one free device (:func:`probe_inside`, ``fit(on_probe=...)``):
-the decision is taken there, and one that keeps that device trains on (``allocation_continued``) instead of
-starting again; any other ends it and places the candidate as decided. The choice, its reason and the expected
-finish of its plan go into the result's metrics (``devices``, ``gang``, ``allocation``, ``allocation_finish``;
-``allocation_probe``: the probed seconds on one device; ``allocation_handed``: how many times workers told to wait
-handed it back), so the individual records them.
+(``Pending.probes``), as the simulator does. The probe is the evaluation's own first steps (:func:`probe_inside`,
+``fit(on_probe=...)``): on one free device, or on the wide part's gang after a one-device part run apart
+(``webapp.worker.rate_probe``); the decision is taken there, and one that keeps that gang trains on
+(``allocation_continued``) instead of starting again; any other ends it and places the candidate as decided.
+The choice, its reason and the expected finish of its plan go into the result's metrics (``devices``, ``gang``,
+``allocation``, ``allocation_finish``; ``allocation_probe``: the probed seconds on one device; ``allocation_handed``:
+how many times workers told to wait handed it back), so the individual records them.
 
 Told to wait, the process holds the candidate (published as the host's ``waiting``) and decides again every
 ``poll`` seconds, unless ``nas.allocation.hand_back`` says another host's worker, with a free process and room,
@@ -222,8 +222,9 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
     search_id, number = individual["search"], individual["individual"]
     known = allocation_state.probed_of(search_id, number)  # probed by a worker that handed it back
     probed = known is not None
-    if not probed and inside_wanted(individual, sizes, book, host):
-        outcome = probe_inside(individual, sizes, book, host, evaluate)
+    inside = 0 if probed else inside_gang(individual, sizes, book, host)
+    if inside:
+        outcome = probe_inside(individual, sizes, book, host, evaluate, inside)
         if isinstance(outcome, EvaluationResult):
             return outcome
         known, probed = outcome
@@ -302,55 +303,70 @@ def hand_back_now(individual: dict[str, Any], choice: Allocation) -> None:
     raise HandedBack(choice.reason[:500])
 
 
-def inside_wanted(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> bool:
-    """Whether ``individual``'s probe is the first steps of its evaluation on one device: ``auto``, a trained or
-    simulated evaluation, ``ProbeRule`` asking for a probe, without a wide part (:func:`_wide`), and, once the search
-    has its efficiency probes, its length able to change where it goes (:func:`_length_worth`)."""
+def inside_gang(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> int:
+    """The gang whose first steps of ``individual``'s evaluation are its probe (:func:`probe_inside`), 0 for none:
+    ``auto``, a trained or simulated evaluation, ``ProbeRule`` asking for a probe; the wide part's gang where it has
+    one (:func:`_wide`); else one device, while the search lacks its efficiency probes or where its length could
+    change where it goes (:func:`_length_worth`)."""
     evaluation = individual["evaluation"]
     if evaluation.get("devices", "auto") != "auto" or evaluation.get("mode") not in (None, "train", "simulated"):
-        return False
+        return 0
     rule, model = ProbeRule(), allocation_state.load_model(individual["search"])
     if not rule.wanted(model, sizes):
-        return False
+        return 0
     asked, wide = _wide(individual, sizes, book, host, model, rule)
-    return wide == 1 and (asked > 1 or _length_worth(individual, sizes, book, host))
+    return wide if wide > 1 or asked > 1 or _length_worth(individual, sizes, book, host) else 0
 
 
 def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,
-                 evaluate: Callable[..., EvaluationResult]) -> EvaluationResult | tuple[float | None, bool]:
-    """The evaluation on one free device, whose first steps are the probe (``evaluate(devices, on_probe)``): at
-    the probe's point the allocator decides with the candidate's measured length; a gang of 1 here goes on
-    training (the result, ``allocation_continued``), any other choice ends it there (``declined``) and returns what
-    the probe measured, ``(seconds on one device or None, True)``, for the caller to place it as decided. No free
-    device: ``(None, False)``. A failure before the decision is the probe's, never the candidate's: ``(None,
-    True)``, and the caller decides without it."""
+                 evaluate: Callable[..., EvaluationResult], gang: int = 1
+                 ) -> EvaluationResult | tuple[float | None, bool]:
+    """The evaluation on ``gang`` free devices, whose first steps are the probe (``evaluate(devices, on_probe)``;
+    on a gang, its one-device part runs first, apart, on the first of them: the efficiency is the ratio of the two
+    rates): at the probe's point the allocator decides with the candidate's measured length; the same gang here
+    goes on training (the result, ``allocation_continued``), any other choice ends it there (``declined``) and
+    returns what the probe measured, ``(seconds on one device or None, True)``, for the caller to place it as
+    decided. No free devices: ``(None, False)``. A failure before the decision is the probe's, never the
+    candidate's: ``(seconds on one device or None, True)``, and the caller decides with what was measured."""
     search_id, number = individual["search"], individual["individual"]
-    held = book.claim(1)
+    held = book.claim(gang)
     if held is None:
         return None, False
-    state: dict[str, Any] = {"choice": None, "known": None, "token": None, "observed": None}
+    state: dict[str, Any] = {"choice": None, "known": None, "token": None, "observed": None, "single": None}
+    if gang > 1:
+        answer = rate_probe.measure(individual, [[book.devices[held[0]]]])
+        if answer is None:
+            book.release(held)
+            return None, True
+        state["single"] = float(answer["rates"][1])
+        state["known"] = single_seconds(answer["rates"], answer["steps"])
+        allocation_state.record_probed(search_id, number, state["known"])
 
     def on_probe(rate: float | None, steps: float) -> bool:
+        if state["choice"] is not None:  # an attempt run again (a rank lost): as decided the first time
+            return state["token"] is not None
         try:
-            known = float(steps) / float(rate) if rate else None
-            if known is not None:
-                allocation_state.record_rates(search_id, host, {1: float(rate)})
-                allocation_state.record_probed(search_id, number, known)
-            state["known"] = known
-            choice = choose(individual, sizes, book, host, known, holding=1)
+            rates = {1: state["single"]} if gang > 1 else {}
+            if rate:
+                rates[gang] = float(rate)
+            if 1 in rates:
+                state["known"] = float(steps) / rates[1]
+                allocation_state.record_rates(search_id, host, rates)
+                allocation_state.record_probed(search_id, number, state["known"])
+            choice = choose(individual, sizes, book, host, state["known"], holding=gang)
         except Exception as error:  # the decision failed: the candidate goes on where it is, never fails for it
             log.warning("individual %s: decision at its probe failed: %s", number, error)
-            choice = Allocation(host, 1, f"gang of 1: the decision at its probe failed ({error}); it trains on where "
-                                "it was probed", "plan")
+            choice = Allocation(host, gang, f"gang of {gang}: the decision at its probe failed ({error}); it trains "
+                                "on where it was probed", "plan")
         state["choice"] = choice
-        if choice.host != host or choice.gang != 1:
+        if choice.host != host or choice.gang != gang:
             return False
         state["token"], state["observed"] = _started(individual, book, host, held, state["known"])
         return True
 
     started = time.perf_counter()
     try:
-        result = evaluate([book.devices[held[0]]], on_probe)
+        result = evaluate([book.devices[index] for index in held], on_probe)
     finally:
         book.release(held)
         if state["token"] is not None:
@@ -362,8 +378,8 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
     if state["choice"] is not None and state["choice"].rule == "handback":
         hand_back_now(individual, state["choice"])  # its probe's decision handed it back: at once, not decided again
     if state["choice"] is None:
-        log.warning("individual %s: its evaluation ended before its probe's decision (%s %s); decided without it",
-                    number, result.failure, result.message)
+        log.warning("individual %s: its evaluation ended before its probe's decision (%s %s); decided with what "
+                    "was measured", number, result.failure, result.message)
     else:
         log.info("individual %s: its probe (~%s s on one device) leads to a gang of %s: placed as decided", number,
                  state["known"], state["choice"].gang)

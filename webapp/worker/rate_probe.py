@@ -3,10 +3,12 @@ says when, and on which gang): a few timed training steps on one device and, whe
 gang, by the one training loop (``evaluate(..., probe=STEPS)``, ``evaluators.training.step_rate``). A simulated
 evaluation answers from the duration model it sleeps by (``evaluators.simulated.probe_rates``), at once.
 
-This separate probe runs where the rule asks for a wide part; a one-device probe is the evaluation's own first
-steps instead (``webapp.worker.device_claims.probe_inside``), which go on training when the decision keeps that
-device. A probe only informs the decision: one that fails, times out or does not apply (a one-shot search's supernet or
-paths) gives ``None`` and the worker decides without it; it never fails the candidate.
+The probe is mostly the evaluation's own first steps (``webapp.worker.device_claims.probe_inside``), which go on
+training when the decision keeps the gang they run on: this separate measure times only the one-device part that
+runs first where the probe has a wide part, and the whole probe of a candidate still waiting for devices
+(``device_claims.probe``). A probe only informs the decision: one that fails, times out or does not apply (a
+one-shot search's supernet or paths) gives ``None`` and the worker decides without it; it never fails the
+candidate.
 """
 from __future__ import annotations
 
