@@ -214,8 +214,9 @@ def run_on_devices(individual: dict[str, Any], evaluate: Callable[[list[str]], E
 def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationResult],
                 poll: float = 0.2) -> EvaluationResult:
     """Claim the devices the allocation asks for (waiting while others hold them), run ``evaluate(devices)``,
-    release them, and record the choice in the result. Where the probe has only its one-device part, it is the
-    evaluation's first steps (:func:`probe_inside`): a decision that keeps that device goes on training there."""
+    release them, and record the choice in the result. The probe is the evaluation's first steps
+    (:func:`probe_inside`), on one device or on the wide part's gang: a decision that keeps that gang goes on
+    training there."""
     book = ledger()
     sizes = tuple(int(s) for s in os.environ["NAS_GANG_SIZES"].split(","))
     host = os.environ.get("NAS_NODE", "node")
