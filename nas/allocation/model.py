@@ -255,13 +255,18 @@ class ThroughputModel:
                 rows_h = [(s, c[g]) for (h, g), s in stats.items() if h == host]
                 residuals[host] = (sum(s[1] - s[0] * (m + cg) for s, cg in rows_h), sum(s[0] for s, _ in rows_h))
             shrink = variance / _host_variance(residuals.values(), variance)
+            used = 0.0  # how many measurements the host effects fit away: each host's n / (n + shrink)
             for host, (total_h, n) in residuals.items():
-                b[host] = total_h / (n + shrink) if len(hosts) > 1 and n + shrink > 0 else 0.0
+                keep = 1.0 / (n + shrink) if len(hosts) > 1 and n + shrink > 0 else 0.0
+                b[host] = total_h * keep
+                used += n * keep
             squares = 0.0
             for (h, g), s in stats.items():
                 mu = m + b[h] + c[g]
                 squares += max(0.0, s[2] - 2 * mu * s[1] + s[0] * mu * mu)
-            variance = (SPREAD_WEIGHT * prior_var + squares) / (SPREAD_WEIGHT + weight)
+            # the spread counts only the measurements the host effects left free: the first four lengths, on four
+            # hosts, each fit its own host's effect, and read as a spread of 0.43 where candidates spread 1.0
+            variance = (SPREAD_WEIGHT * prior_var + squares) / (SPREAD_WEIGHT + max(weight - used, 0.0))
         self._fit = (m, b, delta, math.sqrt(variance))
         return self._fit
 

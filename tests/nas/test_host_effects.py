@@ -10,6 +10,7 @@ import statistics
 import pytest
 
 from nas.allocation import ThroughputModel
+from nas.allocation.model import PRIOR_SPREAD
 
 
 def measured(slow_hosts: int, seed: int, hosts: int = 16, each: int = 4, gone: bool = False) -> list[float]:
@@ -42,10 +43,27 @@ def test_hosts_that_differ_keep_their_difference():
 
 def test_a_host_seen_long_ago_does_not_erase_the_others_differences():
     # its one old candidate has faded to a weight of ~0.08: it says almost nothing about how hosts differ (taken as
-    # an exact mean it once pulled every effect to 0)
+    # an exact mean it once pulled every effect to 0). The hosts are 2x apart; the fading (about 50 of the 128
+    # candidates in view) and the prior spread shrink that to 1.24-1.77 over these seeds, clear of the < 1.15 of
+    # identical hosts
     for seed in range(6):
         with_it, without = measured(8, seed, each=8, gone=True), measured(8, seed, each=8)
         ratio = statistics.geometric_mean(with_it[:8]) / statistics.geometric_mean(with_it[8:])
-        assert ratio > 1.25
+        assert ratio > 1.2
         assert ratio == pytest.approx(statistics.geometric_mean(without[:8]) / statistics.geometric_mean(without[8:]),
                                       rel=0.02)
+
+
+def test_one_length_per_host_is_not_read_as_host_speeds():
+    # the first lengths of a search land on different hosts: each host's effect could fit its one duration and
+    # leave no spread (four lengths spread 1.0 read 0.46, so a 32x candidate looked impossible and went unprobed
+    # onto one device); the spread counts only the measurements the effects leave free, and stays at the prior's
+    # or at what the same durations on one host say, whichever is smaller
+    for seed in range(8):
+        rng = random.Random(seed)
+        seconds = [300.0 * math.exp(rng.gauss(0.0, 1.0)) for _ in range(4)]
+        spread, one_host = ThroughputModel(prior_duration=300.0), ThroughputModel(prior_duration=300.0)
+        for host, value in enumerate(seconds):
+            spread.observe(f"h{host}", 1, value)
+            one_host.observe("h0", 1, value)
+        assert spread.spread() >= 0.97 * min(one_host.spread(), PRIOR_SPREAD)
