@@ -44,7 +44,7 @@ def test_hosts_that_differ_keep_their_difference():
 def test_a_host_seen_long_ago_does_not_erase_the_others_differences():
     # its one old candidate has faded to a weight of ~0.08: it says almost nothing about how hosts differ (taken as
     # an exact mean it once pulled every effect to 0). The hosts are 2x apart; the fading (about 50 of the 128
-    # candidates in view) and the prior spread shrink that to 1.24-1.77 over these seeds, clear of the < 1.15 of
+    # candidates in view) and the prior spread shrink that to 1.24-1.66 over these seeds, clear of the < 1.15 of
     # identical hosts
     for seed in range(6):
         with_it, without = measured(8, seed, each=8, gone=True), measured(8, seed, each=8)
