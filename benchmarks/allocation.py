@@ -132,9 +132,10 @@ def main(argv: list[str] | None = None) -> None:
         f"planner, each candidate first timed by a scaling probe (`allocation_sim.Probe`: {PROBE.setup:g} s setup "
         f"on one device and {PROBE.wide_setup:g} s on a gang, as measured on the CPU "
         f"(`results/allocation-probe-real.md`), plus {PROBE.fraction:.0%} of its duration per gang size, rates off by a lognormal {PROBE.noise:g}; one "
-        f"device each for every waiting candidate there are free devices for, and the widest free gang for the "
-        f"first {PROBE.pairs} of each size where its scaling could give a candidate a gang, "
-        "`nas.allocation.scaling_matters`), its device time counted, as the gang worker runs it; "
+        f"device each for every waiting candidate there are free devices for, and, for the first {PROBE.pairs} "
+        "efficiency probes (of any gang size), a gang where its scaling could give a candidate one: the gang good "
+        "scaling would give this one where it is narrower than the widest free gang, that gang otherwise, "
+        "`nas.allocation.scaling_gang`), its device time counted, as the gang worker runs it; "
         + {"none": "the evaluation starts again after the whole probe",
            "one": "the probe's steps are the evaluation's first where it has no wide part: a decision that keeps its "
                   "one device goes on from there; a probe with a wide part is paid whole (the real worker's rule "

@@ -8,7 +8,7 @@ import math
 import random
 from typing import Any
 
-from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration, scaling_matters
+from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration, scaling_gang
 
 
 #: Which part of a probe the evaluation goes on from (``Probe.continues``).
@@ -19,8 +19,9 @@ CONTINUES = ("none", "one", "inside", "both")
 class Probe:
     """The scaling probe a gang worker runs on a candidate before it is placed (``auto`` only): a few training
     steps on one device, which time the candidate (its steps per second, so its seconds on one device), then, while
-    the search has fewer than ``pairs`` probes of that size, on the widest gang the worker's free devices allow
-    (the ratio of the two rates: the efficiency). The one-device part costs ``setup`` seconds, the gang part
+    the search has fewer than ``pairs`` efficiency probes (of any size), on a gang of the worker's free devices (the
+    ratio of the two rates: the efficiency): the one good scaling would give the candidate where it is narrower
+    than the widest free gang, the widest otherwise (``nas.allocation.scaling_gang``). The one-device part costs ``setup`` seconds, the gang part
     ``wide_setup`` (its rank processes start and meet), each plus ``fraction`` of the candidate's duration on that
     gang; each measured rate is off by a lognormal factor of ``noise``. The candidate starts after its probe on the
     gang chosen; the probe's other devices are held for its duration.
@@ -64,17 +65,15 @@ def _wide_part(probe: Probe, model: ThroughputModel, records: list, pending: Any
                free: dict[str, int], sizes: tuple[int, ...], search: Any) -> tuple[int, int]:
     """A probe's wide gang on ``prober``: as ``probe``'s rule asks for it (the widest the free devices allow while the
     search has too few) and as the real worker runs it (``device_claims._wide``: only where the scaling it reads
-    could change the placement, ``scaling_matters``); 1: none."""
+    could change the placement, on the gang good scaling would give it, ``scaling_gang``); 1: none."""
     rule = probe.rule.wide_gang(model, sizes, free[prober])
-    if rule > 1 and scaling_matters(model, records, pending, now, prober, rule, free, search):
-        return rule, rule
-    return rule, 1
+    return rule, scaling_gang(model, records, pending, now, prober, rule, free, search) if rule > 1 else 1
 
 
 def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: float, efficiency_: Any, here: str,
                 wide: int, key: str) -> tuple[float, int]:
-    """The wide part of ``probe`` on ``wide`` devices of ``here`` (as the worker chooses it: ``ProbeRule.wide_gang``
-    where ``scaling_matters``), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
+    """The wide part of ``probe`` on ``wide`` devices of ``here`` (as the worker chooses it: ``ProbeRule.wide_gang``,
+    narrowed by ``scaling_gang``), fed to the model as the worker does: (its wall seconds, the gang; 0 and 1: none)."""
     if wide == 1:
         return 0.0, 1
     seconds = gang_duration(single, wide, efficiency_)

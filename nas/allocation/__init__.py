@@ -18,7 +18,7 @@ from nas.allocation.handing_back import hand_back, idle_processes, reserved, roo
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
-from nas.allocation.probing import ProbeRule, length_matters, scaling_matters, single_seconds
+from nas.allocation.probing import ProbeRule, length_matters, scaling_gang, scaling_matters, single_seconds
 
 __all__ = [
     "Allocation",
@@ -38,6 +38,7 @@ __all__ = [
     "gang_sizes",
     "hand_back",
     "length_matters",
+    "scaling_gang",
     "scaling_matters",
     "idle_processes",
     "reserved",

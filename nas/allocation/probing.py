@@ -2,10 +2,12 @@
 worker (``webapp.worker.device_claims``) and the benchmark's simulator (``benchmarks/allocation_sim.py``).
 
 A probe times a few training steps of the candidate on one device (its steps per second: with the evaluation's
-steps, its own seconds on one device, ``Pending.known``) and, while the search has fewer than ``pairs`` probes of
-the widest gang, on the widest gang the free devices allow (the ratio of the two rates: the efficiency,
-``ThroughputModel.observe_rates``). Lengths are worth timing only while the measured spread of durations is
-large; the efficiency probes run until ``pairs`` regardless.
+steps, its own seconds on one device, ``Pending.known``) and, while the search has fewer than ``pairs`` efficiency
+probes (of any gang size: the model fits one slope for all of them), on a gang (the ratio of the two rates: the
+efficiency, ``ThroughputModel.observe_rates``): the gang good scaling would give the candidate here where it is
+narrower than the widest free one (its probe is then the start of its evaluation, which trains on), the widest free
+gang otherwise (``scaling_gang``). Lengths are worth timing only while the measured spread of durations is large;
+the efficiency probes run until ``pairs`` regardless.
 """
 from __future__ import annotations
 
@@ -29,19 +31,19 @@ LONG_TAIL = 3.0
 class ProbeRule:
     """Whether to probe, and the gang of the wide part."""
 
-    pairs: int = 4  #: efficiency probes of the widest gang the search collects
+    pairs: int = 4  #: efficiency probes (of any gang size) the search collects
     min_spread: float = 0.45  #: lengths are probed only while the model's spread of durations exceeds this
 
     def wanted(self, model: ThroughputModel, sizes: Sequence[int]) -> bool:
         """Whether the next candidate of ``model``'s search is probed on a worker allowing gangs of ``sizes``."""
-        return len(sizes) > 1 and (model.rates_measured(max(sizes)) < self.pairs or model.spread() > self.min_spread)
+        return len(sizes) > 1 and (model.rates_measured() < self.pairs or model.spread() > self.min_spread)
 
     def wide_gang(self, model: ThroughputModel, sizes: Sequence[int], free: int) -> int:
-        """The gang of the wide part on a host with ``free`` idle devices: the widest that fits while the search has
-        fewer than ``pairs`` probes of it; 1: no wide part."""
+        """The widest gang the wide part may take on a host with ``free`` idle devices, while the search has fewer than
+        ``pairs`` efficiency probes; 1: no wide part (``scaling_gang`` may narrow it)."""
         fitting = [size for size in sizes if size <= free]
         wide = max(fitting) if fitting else 1
-        return 1 if wide == 1 or model.rates_measured(wide) >= self.pairs else wide
+        return 1 if wide == 1 or model.rates_measured() >= self.pairs else wide
 
 
 def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
@@ -64,19 +66,31 @@ def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]],
     return len(choices) > 1
 
 
-def scaling_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
-                    here: str, wide: int, free: Mapping[str, int] | None = None, search: Any = None) -> bool:
-    """Whether a wide probe on ``wide`` devices could change how the search places its candidates: unless the
-    decision (``decide``, on copies of the model) gives one device to this candidate and to the rest both after a
-    probe that read good scaling (``SCALES_WELL`` kept per added device) and after one that read bad scaling
-    (``SCALES_BADLY``). Where it does (many short candidates per device: one device each however they scale), the
-    wide probe would only hold ``wide`` devices for its setup; it is asked again at the next decision, where gangs
-    may matter (the tail)."""
+def scaling_gang(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+                 here: str, wide: int, free: Mapping[str, int] | None = None, search: Any = None) -> int:
+    """The gang of a wide probe of at most ``wide`` devices on ``here``; 1: none, it could not change how the search
+    places its candidates. The decision (``decide``, on copies of the model) is asked after a probe that read good
+    scaling (``SCALES_WELL`` kept per added device) and after one that read bad scaling (``SCALES_BADLY``):
+
+    - where both give one device to this candidate and to the rest (many short candidates per device: one device
+      each however they scale), 1: the probe would only hold devices for its setup; it is asked again at the next
+      decision, where gangs may matter (the tail);
+    - where good scaling gives this candidate a gang here narrower than ``wide``, that gang: the probe is the start of
+      its evaluation, which trains on where the probe reads what was assumed, instead of starting over;
+    - otherwise ``wide``."""
     for kept in (SCALES_WELL, SCALES_BADLY):  # good scaling first: where it gives a gang, that settles it
         choice = decide(model.as_if_probed(here, wide, kept), records, pending, now, here, free, search)
         if (choice.gang, choice.rest or 1) != (1, 1):
-            return True
-    return False
+            narrower = kept == SCALES_WELL and choice.host == here and 1 < choice.gang < wide
+            return choice.gang if narrower else wide
+    return 1
+
+
+def scaling_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+                    here: str, wide: int, free: Mapping[str, int] | None = None, search: Any = None) -> bool:
+    """Whether a wide probe on up to ``wide`` devices could change how the search places its candidates
+    (``scaling_gang`` is more than 1)."""
+    return scaling_gang(model, records, pending, now, here, wide, free, search) > 1
 
 
 def single_seconds(rates: Mapping[int, float], steps: float) -> float:

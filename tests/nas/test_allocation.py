@@ -377,5 +377,9 @@ def test_the_probe_rule_asks_for_efficiency_probes_until_enough_and_lengths_whil
         model.observe_rates("h", _probe_rates(0.9, single))
     assert rule.wide_gang(model, (1, 2, 4), 4) == 1  # enough probes of quads
     assert not rule.wanted(model, (1, 2, 4))  # and the spread (0.3) makes lengths predictable
+    pairs = ThroughputModel(prior_duration=300.0, prior_spread=0.3)
+    for single in (300.0, 320.0):
+        pairs.observe_rates("h", _probe_rates(0.9, single, gang=2))
+    assert rule.wide_gang(pairs, (1, 2, 4), 4) == 1  # probes of pairs count: one slope fits every size
     assert rule.wanted(ThroughputModel(prior_duration=300.0, prior_spread=1.0), (1, 2))  # not here
     assert single_seconds({1: 4.0, 2: 7.0}, 1000) == 250.0

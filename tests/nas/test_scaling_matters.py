@@ -1,9 +1,9 @@
-"""Whether measuring how a gang scales is worth its cost (``nas.allocation.scaling_matters`` for the worker's wide
-probe, ``Allocator``'s probe plans for a candidate run on a gang to measure it): only where the decision after a
+"""Whether measuring how a gang scales is worth its cost, and on which gang (``nas.allocation.scaling_gang`` for the
+worker's wide probe, ``Allocator``'s probe plans for a candidate run on a gang to measure it): only where the decision after a
 measurement that read good scaling and after one that read bad scaling differ."""
 from __future__ import annotations
 
-from nas.allocation import Allocator, HostState, Pending, ThroughputModel, decide, scaling_matters
+from nas.allocation import Allocator, HostState, Pending, ThroughputModel, decide, scaling_gang, scaling_matters
 from nas.allocation.model import SCALES_BADLY, SCALES_WELL
 
 NOW = 1000.0
@@ -36,6 +36,7 @@ def test_many_short_candidates_per_device_go_one_each_however_they_scale():
     model = measured()
     pending = Pending(1, 199)  # 200 candidates of a minute on 4 devices
     assert not scaling_matters(model, records(model), pending, NOW, "a", 4, {"a": 4}, 1)
+    assert scaling_gang(model, records(model), pending, NOW, "a", 4, {"a": 4}, 1) == 1
     assert decide(measured(), records(model), pending, NOW, "a", {"a": 4}, 1).gang == 1
 
 
@@ -54,3 +55,12 @@ def test_the_planner_runs_no_candidate_on_a_gang_to_measure_it_where_the_measure
     assert few.rule == "probe" and few.gang in (2, 4)  # 8 on 4 devices: gangs may win if they scale
     many = Allocator(measured(), probe_cost=0.5).choose(hosts, Pending(200, 0), "a")
     assert many.rule == "plan" and many.gang == 1  # 200 on 4: one each, however they scale
+
+
+def test_the_wide_probe_runs_on_the_gang_good_scaling_would_give_where_it_is_narrower():
+    """Two candidates left on four free devices: good scaling gives each a pair, so the probe runs on a pair (it is
+    the start of the candidate's evaluation, which trains on); the last one would take all four."""
+    model = measured()
+    assert scaling_gang(model, records(model), Pending(2, 0), NOW, "a", 4, {"a": 4}, 1) == 2
+    assert scaling_gang(model, records(model), Pending(1, 0), NOW, "a", 4, {"a": 4}, 1) == 4
+    assert scaling_gang(model, records(model), Pending(1, 0), NOW, "a", 2, {"a": 4}, 1) == 2  # never wider than asked

@@ -20,7 +20,7 @@ def shared(monkeypatch):
     monkeypatch.setattr(device_claims.allocation_state, "record_probed",
                         lambda search, individual, single: calls["probed"].append((individual, single)))
     monkeypatch.setattr(device_claims.allocation_state, "hand_backs", lambda search, individual: 0)
-    monkeypatch.setattr(device_claims, "_scaling_worth", lambda ind, sizes, book, host, wide: True)
+    monkeypatch.setattr(device_claims, "_scaling_gang", lambda ind, sizes, book, host, wide: wide)
     return calls
 
 
@@ -44,19 +44,34 @@ def test_the_probe_runs_on_the_widest_free_gang_and_feeds_the_model(tmp_path, sh
 
 def test_a_scaling_that_cannot_change_the_placement_is_not_probed_on_a_gang(tmp_path, shared, monkeypatch):
     """The wide part runs only where the scaling it reads could change where the candidate goes
-    (``nas.allocation.scaling_matters``); elsewhere the probe has its one-device part only, which times the length
+    (``nas.allocation.scaling_gang``); elsewhere the probe has its one-device part only, which times the length
     while the search lacks its efficiency probes, whether or not the length could change the placement."""
     book = device_claims.Ledger(["cpu"] * 4, tmp_path)
     measured, asked = [], []
     monkeypatch.setattr(device_claims.rate_probe, "measure",
                         lambda ind, gangs: measured.append(gangs) or {"rates": {1: 500.0}, "steps": 1000,
                                                                       "seconds": 0.1})
-    monkeypatch.setattr(device_claims, "_scaling_worth",
-                        lambda ind, sizes, book_, host, wide: asked.append(wide) or False)
+    monkeypatch.setattr(device_claims, "_scaling_gang",
+                        lambda ind, sizes, book_, host, wide: asked.append(wide) or 1)
     monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: pytest.fail("asked"))
     assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
     assert asked == [4] and measured == [[["cpu"]]]  # asked about the widest free gang, then timed on one device
     assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 1  # so the probe is the evaluation's start
+
+
+def test_the_wide_part_runs_on_the_narrower_gang_good_scaling_would_give(tmp_path, shared, monkeypatch):
+    """Where good scaling would give the candidate a pair here, not the widest free gang, the wide part runs on a
+    pair (``nas.allocation.scaling_gang``): that probe is the start of its evaluation, which trains on."""
+    book = device_claims.Ledger(["cpu"] * 4, tmp_path)
+    measured, asked = [], []
+    monkeypatch.setattr(device_claims.rate_probe, "measure",
+                        lambda ind, gangs: measured.append(gangs) or {"rates": {1: 500.0, 2: 950.0}, "steps": 1000,
+                                                                      "seconds": 0.1})
+    monkeypatch.setattr(device_claims, "_scaling_gang", lambda ind, sizes, book_, host, wide: asked.append(wide) or 2)
+    assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
+    assert asked == [4] and measured == [[["cpu"], ["cpu"] * 2]]  # asked about four, probed on one and a pair
+    assert [set(rates) for _, rates in shared["rates"]] == [{1, 2}] and len(book.free()) == 4
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 2
 
 
 def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shared, monkeypatch):

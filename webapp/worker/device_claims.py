@@ -40,7 +40,7 @@ from typing import Any
 
 from evaluators.result import EvaluationResult
 from nas.allocation import (Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters,
-                            scaling_matters)
+                            scaling_gang)
 from nas.allocation import running_entry, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
@@ -154,17 +154,17 @@ def _length_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledg
 def _wide(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, model: ThroughputModel,
           rule: ProbeRule) -> tuple[int, int]:
     """The gang of the probe's wide part as the rule asks for it (the widest the free devices allow while the search
-    has too few, ``ProbeRule.wide_gang``) and as it runs: only where the scaling it reads could change where
-    ``individual`` goes (``nas.allocation.scaling_matters``); elsewhere it would only hold those devices for its
-    setup. 1: none."""
+    has too few, ``ProbeRule.wide_gang``) and as it runs (``nas.allocation.scaling_gang``): only where the scaling it
+    reads could change where ``individual`` goes, elsewhere it would only hold those devices for its setup; on the
+    narrower gang good scaling would give it here, whose probe is then the start of its evaluation. 1: none."""
     asked = rule.wide_gang(model, sizes, len(book.free()))
-    return asked, asked if asked > 1 and _scaling_worth(individual, sizes, book, host, asked) else 1
+    return asked, _scaling_gang(individual, sizes, book, host, asked) if asked > 1 else 1
 
 
-def _scaling_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, wide: int) -> bool:
-    """Whether the scaling a probe on ``wide`` devices reads could change where ``individual`` goes now."""
+def _scaling_gang(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, wide: int) -> int:
+    """The gang of a probe of up to ``wide`` devices for ``individual`` on this host; 1: none."""
     records, model, pending, now, free = _view(individual, sizes, book, host)
-    return scaling_matters(model, list(records.values()), pending, now, host, wide, free, individual["search"])
+    return scaling_gang(model, list(records.values()), pending, now, host, wide, free, individual["search"])
 
 
 def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> tuple[float | None, bool]:
