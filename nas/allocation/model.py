@@ -81,6 +81,7 @@ class ThroughputModel:
         #: (host, gang) -> [weight, sum of x, sum of x^2, count], x = log of the one-device-equivalent seconds
         self._stats: dict[tuple[str, int], list[float]] = {}
         self._fit: tuple[float, dict[str, float], dict[int, float], float] | None = None
+        self._spread_count = SPREAD_WEIGHT  #: how many measurements the fitted spread rests on, prior included
         self._censored: tuple[tuple[str, int, float, float], ...] = ()  #: (host, gang, seconds run, weight)
         #: scaling probes: [precision of the slope they add, its precision-weighted target, probes per gang size]
         self._pairs: list[float] = [0.0, 0.0]
@@ -224,6 +225,7 @@ class ThroughputModel:
         if not any(stat[0] for stat in base.values()):
             self._fit = (math.log(self.prior_duration) - prior_var / 2, {}, self._slope(0.0, 0.0, prior_var),
                          self.prior_spread)
+            self._spread_count = SPREAD_WEIGHT
             return self._fit
         m = math.log(self.prior_duration) - prior_var / 2
         b: dict[str, float] = {}
@@ -266,7 +268,8 @@ class ThroughputModel:
                 squares += max(0.0, s[2] - 2 * mu * s[1] + s[0] * mu * mu)
             # the spread counts only the measurements the host effects left free: the first four lengths, on four
             # hosts, each fit its own host's effect, and read as a spread of 0.43 where candidates spread 1.0
-            variance = (SPREAD_WEIGHT * prior_var + squares) / (SPREAD_WEIGHT + max(weight - used, 0.0))
+            self._spread_count = SPREAD_WEIGHT + max(weight - used, 0.0)
+            variance = (SPREAD_WEIGHT * prior_var + squares) / self._spread_count
         self._fit = (m, b, delta, math.sqrt(variance))
         return self._fit
 
@@ -318,6 +321,16 @@ class ThroughputModel:
         """How much one evaluation's duration varies: the standard deviation of ``log(seconds)`` around its
         expectation (the prior's until measurements outweigh it)."""
         return self._fitted()[3]
+
+    def spread_bound(self, z: float) -> float:
+        """How wide the spread of durations could be: its upper credible bound at ``z`` standard normal deviates
+        (1.645: 95%), from how many measurements it rests on (the prior's ``SPREAD_WEIGHT`` and those the host
+        effects leave free). The fitted variance times ``k`` over the chi-square's lower quantile with ``k``
+        degrees of freedom (Wilson-Hilferty): four lengths on four hosts leave a spread of 0.54 that could be 1.0."""
+        spread = self.spread()
+        k = self._spread_count
+        lower = k * max(1 - 2 / (9 * k) - z * math.sqrt(2 / (9 * k)), 0.1) ** 3
+        return spread * math.sqrt(k / lower)
 
     def efficiency(self, host: str, gang: int) -> float:
         """The expected parallel efficiency ``T(1) / (g x T(g))`` of a gang of ``gang`` on ``host``."""

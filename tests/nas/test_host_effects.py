@@ -67,3 +67,21 @@ def test_one_length_per_host_is_not_read_as_host_speeds():
             spread.observe(f"h{host}", 1, value)
             one_host.observe("h0", 1, value)
         assert spread.spread() >= 0.97 * min(one_host.spread(), PRIOR_SPREAD)
+
+
+def test_the_spread_could_be_wider_the_fewer_lengths_it_rests_on():
+    # the length rule takes its long candidate at the spread's upper 95% bound: four lengths spread 1.0 on four hosts
+    # read about 0.6, which could be 1.0 (a 32x candidate went untimed onto one device); with the ~50 measurements the
+    # fading keeps in view the bound lies about a fifth above the fitted spread
+    unmeasured = ThroughputModel()
+    assert unmeasured.spread_bound(1.645) > 2 * unmeasured.spread() == 2 * PRIOR_SPREAD
+    for seed in range(6):
+        rng = random.Random(100 + seed)
+        few, many = ThroughputModel(prior_duration=60.0), ThroughputModel(prior_duration=60.0)
+        for host in range(4):
+            few.observe(f"h{host}", 1, 300.0 * math.exp(rng.gauss(0.0, 1.0)))
+        for _ in range(60):
+            many.observe("h0", 1, 300.0 * math.exp(rng.gauss(0.0, 1.0)))
+        assert few.spread_bound(1.645) > 1.6 * few.spread() and few.spread_bound(1.645) > 0.75
+        assert 1.1 < many.spread_bound(1.645) / many.spread() < 1.3
+        assert many.spread_bound(0.0) == pytest.approx(many.spread(), rel=0.02)  # the median: no wider

@@ -1,5 +1,6 @@
 """Whether a candidate's length is worth a probe (``nas.allocation.length_matters``): only where a short and a long
-one (the search's 2.5th and 99.87th percentiles) would be placed differently now, by the same decision."""
+one (the search's 2.5th and 99.87th percentiles, the long one as wide as the spread could be) would be placed
+differently now, by the same decision."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,7 @@ import pytest
 
 from nas.allocation import Pending, ThroughputModel, decide, length_matters, running_entry
 from nas.allocation.cluster import seen_by
-from nas.allocation.probing import LONG_TAIL, SHORT_TAIL
+from nas.allocation.probing import LONG_TAIL, SHORT_TAIL, SPREAD_CONFIDENCE
 
 NOW = 1000.0
 
@@ -27,7 +28,7 @@ def placements(model: ThroughputModel, records: list, pending: Pending, free: in
     return [(lambda c: (c.host, c.gang))(decide(ThroughputModel.from_state(model.state_dict()), records,
                                                 dataclasses.replace(pending, known=median * math.exp(t)),
                                                 NOW, "a", {"a": free}, 1))
-            for t in (-SHORT_TAIL * view.spread(), LONG_TAIL * view.spread())]
+            for t in (-SHORT_TAIL * view.spread(), LONG_TAIL * view.spread_bound(SPREAD_CONFIDENCE))]
 
 
 def test_the_length_matters_where_a_short_one_starts_now_and_a_long_one_waits_for_a_gang():
@@ -81,4 +82,5 @@ def test_the_tails_are_those_of_the_durations_the_decision_sees(monkeypatch):
     assert view.spread() > 2 * model.spread()
     median = view.single("a") * math.exp(-view.spread() ** 2 / 2)
     assert tried == pytest.approx([median * math.exp(-SHORT_TAIL * view.spread()),
-                                   median * math.exp(LONG_TAIL * view.spread())], rel=1e-9)
+                                   median * math.exp(LONG_TAIL * view.spread_bound(SPREAD_CONFIDENCE))], rel=1e-9)
+    assert view.spread_bound(SPREAD_CONFIDENCE) > view.spread()  # the long one: as wide as the spread could be
