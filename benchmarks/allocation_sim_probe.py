@@ -21,10 +21,10 @@ class Probe:
     steps on one device, which time the candidate (its steps per second, so its seconds on one device), then, while
     the search has fewer than ``pairs`` efficiency probes (of any size), on a gang of the worker's free devices (the
     ratio of the two rates: the efficiency): the one good scaling would give the candidate where it is narrower
-    than the widest free gang, the widest otherwise (``nas.allocation.scaling_gang``). The one-device part costs ``setup`` seconds, the gang part
-    ``wide_setup`` (its rank processes start and meet), each plus ``fraction`` of the candidate's duration on that
-    gang; each measured rate is off by a lognormal factor of ``noise``. The candidate starts after its probe on the
-    gang chosen; the probe's other devices are held for its duration.
+    than the widest free gang, the widest otherwise (``nas.allocation.scaling_gang``). The one-device part costs
+    ``setup`` seconds, the gang part ``wide_setup`` (its rank processes start and meet), each plus ``fraction`` of
+    the candidate's duration on that gang; each measured rate is off by a lognormal factor of ``noise``. The
+    candidate starts after its probe on the gang chosen; the probe's other devices are held for its duration.
 
     ``continues``: the probe's steps are the first steps of the candidate's training, so a decision that keeps the
     configuration a part of the probe ran on goes on from that part's state: that part costs nothing (its setup is

@@ -1,6 +1,6 @@
 """Whether measuring how a gang scales is worth its cost, and on which gang (``nas.allocation.scaling_gang`` for the
-worker's wide probe, ``Allocator``'s probe plans for a candidate run on a gang to measure it): only where the decision after a
-measurement that read good scaling and after one that read bad scaling differ."""
+worker's wide probe, ``Allocator``'s probe plans for a candidate run on a gang to measure it): only where the
+decision after a measurement that read good scaling and after one that read bad scaling differ."""
 from __future__ import annotations
 
 from nas.allocation import Allocator, HostState, Pending, ThroughputModel, decide, scaling_gang, scaling_matters
