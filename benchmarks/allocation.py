@@ -158,8 +158,10 @@ def main(argv: list[str] | None = None) -> None:
                        "told to wait hands the candidate back, to the front of the queue (the loop re-sends it with "
                        "Celery's first priority), when the planner would start it now on a host whose worker has a "
                        f"free process and room (at most {HAND_BACKS} times), and holds it otherwise; a probe without "
-                       "a wide part times a candidate only where its length could change where it goes now "
-                       "(`nas.allocation.length_matters`)."}[args.pull]
+                       "a wide part times a candidate only where its length could change where it goes now, on the "
+                       "gang it would get untimed where a long one would get it too (that gang's rate alone, no "
+                       "one-device part; lost where the decision leaves it), else on one device "
+                       "(`nas.allocation.length_gang`)."}[args.pull]
         + (" `oracle` (`benchmarks/allocation_oracle.py`): the same planner and decision told the truth: the true "
            "efficiency per gang size, the durations' true median and spread, every asked candidate's own length "
            "(`Pending.known`, `Pending.probes`) and every running one's exact time left; no probe, none paid "

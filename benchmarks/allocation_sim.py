@@ -20,10 +20,10 @@ from typing import Any
 
 from evaluators.simulated import draw_duration
 from nas.allocation import Allocation, Pending, ThroughputModel, decide, gang_duration, gang_sizes
-from nas.allocation import hand_back, reserved, room, running_entry
-from nas.allocation.probing import length_matters
+from nas.allocation import hand_back, length_gang, reserved, room, running_entry
 from benchmarks.allocation_oracle import Truth
-from benchmarks.allocation_sim_probe import Probe, _probe_lost, _probe_single, _probe_wide, _wide_part  # noqa: F401
+from benchmarks.allocation_sim_probe import (Probe, _probe_lost, _probe_on_gang, _probe_single,  # noqa: F401
+                                             _probe_wide, _wide_part)
 from nas.spaces import get_space
 from nas.strategies import Result, get_strategy
 from nas.strategies.barrier import GenerationalStrategy
@@ -213,11 +213,16 @@ def simulate_search(scenario: Scenario, devices: int | Cluster, gang: int | str,
         rule, wide = _wide_part(probe, stored(), list(records.values()), Pending(1 + len(others), more), now, prober,
                                 dict(free), sizes, SEARCH) if probing and index not in wides else (1, 1)
         if probing and pull == "handback" and index not in singles and rule == 1:
-            # the real worker probes a length only where it could change the placement (decided again later),
-            # with the pending work it reads for an unprobed candidate (``allocation_state.read_pending``: no probes);
-            # while the search lacks its efficiency probes, every one (the first lengths tell the spread)
-            probing = length_matters(stored(), list(records.values()), Pending(1 + len(others), more), now, here,
-                                     dict(free), SEARCH)
+            # the real worker times a length only where it could change the placement (decided again later), with
+            # the pending work it reads for an unprobed candidate (``read_pending``: no probes), on the gang it would
+            # get where a long one would too; while the search lacks its efficiency probes, every one
+            timed_on = length_gang(stored(), list(records.values()), Pending(1 + len(others), more), now, here,
+                                   dict(free), SEARCH)
+            probing, key = 0 < timed_on, f"{scenario.name}:{seed}:{index}"
+            if probing and 1 < timed_on <= free[here] and probe.lengths_on_gang:  # no one-device part, no efficiency
+                singles[index], wides[index] = _probe_on_gang(probe, stored(), draw_duration(config, key),
+                                                              scenario.efficiency, here, timed_on, index, key)
+                probing = False
         if probing and pull == "handback" and index not in singles and free[here] < 1:
             probing = False  # the real worker probes on a free device of its host; none: decided again later
         if probing or index in singles:

@@ -8,7 +8,7 @@ import math
 import random
 from typing import Any
 
-from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration, scaling_gang
+from nas.allocation import Allocation, ProbeRule, ThroughputModel, gang_duration, scaling_gang, single_from_gang
 
 
 #: Which part of a probe the evaluation goes on from (``Probe.continues``).
@@ -36,7 +36,13 @@ class Probe:
     wide part ran apart and was paid whole); ``"none"``: every decision starts again after the whole probe. The
     charges are the real worker's, measured on the CPU (``benchmarks/allocation_probe_real.py``): a one-device
     probe 0.2-4.3 s, 13 s for a worker process's first (the data set loads); a probe on ``cpu,cpu`` 27-37 s, mostly
-    starting the two ranks."""
+    starting the two ranks.
+
+    ``lengths_on_gang``: after the efficiency probes, a length alone is timed where it could change the placement,
+    on the gang the candidate would get untimed where a long one would get it too (``nas.allocation.length_gang``),
+    as the real worker does: the gang's rate, read through the efficiency the model expects, with no one-device
+    part; a decision that keeps that gang loses nothing, any other loses the gang's part (``wide_setup`` and
+    ``fraction``). ``False``: on one device, as before."""
 
     fraction: float = 0.01
     setup: float = 5.0
@@ -47,6 +53,8 @@ class Probe:
     #: probe is worth its time where lengths are unpredictable); the efficiency probes run until ``pairs`` regardless
     steps: float = 1000.0  #: steps of one evaluation (any number: rates are steps/s, the durations their ratio)
     continues: str = "both"
+    lengths_on_gang: bool = True  #: a length alone is timed on the gang the candidate would get untimed, where a long
+    #: one would get it too (``nas.allocation.length_gang``): only that gang's rate, no one-device part, no efficiency
 
     @property
     def rule(self) -> ProbeRule:
@@ -80,6 +88,19 @@ def _probe_wide(probe: Probe, model: ThroughputModel, single: float, measured: f
     rate = probe.steps / seconds * math.exp(random.Random(f"probe-wide:{key}").gauss(0.0, probe.noise))
     model.observe_rates(here, {1: probe.steps / measured, wide: rate})
     return probe.wide_setup + probe.fraction * seconds, wide
+
+
+def _probe_on_gang(probe: Probe, model: ThroughputModel, single: float, efficiency_: Any, here: str, gang: int,
+                   index: int, key: str) -> tuple[tuple[float, float], tuple]:
+    """A length timed on ``gang`` devices of ``here`` alone (``nas.allocation.length_gang``), as the real worker
+    times it (``device_claims.probe_inside``): the gang's rate, read as one-device seconds through the efficiency
+    ``model`` expects (``single_from_gang``). Returns the candidate's ``singles`` entry (those seconds; no one-device
+    part to pay) and its ``wides`` entry: the gang's wall seconds (its ranks start, ``wide_setup``), lost where the
+    decision leaves that gang."""
+    seconds = gang_duration(single, gang, efficiency_)
+    rate = probe.steps / seconds * math.exp(random.Random(f"probe:{key}").gauss(0.0, probe.noise))
+    return ((single_from_gang(model, here, gang, rate, probe.steps), 0.0),
+            (index, probe.wide_setup + probe.fraction * seconds, gang, here))
 
 
 def _probe_lost(probe: Probe, single_wall: float, wide: tuple, choice: Allocation) -> float:

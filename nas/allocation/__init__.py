@@ -18,7 +18,8 @@ from nas.allocation.handing_back import hand_back, idle_processes, reserved, roo
 from nas.allocation.efficiency import check_efficiency, efficiency, gang_duration, gang_sizes
 from nas.allocation.model import ThroughputModel, time_left
 from nas.allocation.policy import Allocation, Allocator, HostState, Pending
-from nas.allocation.probing import ProbeRule, length_matters, scaling_gang, scaling_matters, single_seconds
+from nas.allocation.probing import (ProbeRule, length_gang, length_matters, scaling_gang, scaling_matters,
+                                   single_from_gang, single_seconds)
 
 __all__ = [
     "Allocation",
@@ -31,12 +32,14 @@ __all__ = [
     "decide",
     "host_state",
     "running_entry",
+    "single_from_gang",
     "single_seconds",
     "time_left",
     "efficiency",
     "gang_duration",
     "gang_sizes",
     "hand_back",
+    "length_gang",
     "length_matters",
     "scaling_gang",
     "scaling_matters",

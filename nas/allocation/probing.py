@@ -8,7 +8,8 @@ efficiency, ``ThroughputModel.observe_rates``): the gang good scaling would give
 narrower than the widest free one (its probe is then the start of its evaluation, which trains on), the widest free
 gang otherwise (``scaling_gang``). Lengths are worth timing only while the measured spread of durations is large
 and where a short and a long candidate would be placed differently (``length_matters``); the efficiency probes run
-until ``pairs`` regardless.
+until ``pairs`` regardless. A length alone is timed on the gang the candidate would get untimed, where a long one
+would get it too (``length_gang``): a decision that keeps it then loses nothing to the probe.
 """
 from __future__ import annotations
 
@@ -62,13 +63,36 @@ def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]],
     # running evaluations (censored), without them the long ones still running are missing and the spread is low
     spread = view.spread()
     median = view.single(here) * math.exp(-spread ** 2 / 2)
-    choices = set()
-    for tail in (-SHORT_TAIL * spread, LONG_TAIL * view.spread_bound(SPREAD_CONFIDENCE)):
-        copy = ThroughputModel.from_state(model.state_dict())
-        choice = decide(copy, records, dataclasses.replace(pending, known=median * math.exp(tail)), now,
-                        here, free, search)
-        choices.add((choice.host, choice.gang))
-    return len(choices) > 1
+    return len({_placed(model, records, pending, now, here, free, search, median * math.exp(tail))
+                for tail in (-SHORT_TAIL * spread, LONG_TAIL * view.spread_bound(SPREAD_CONFIDENCE))}) > 1
+
+
+def length_gang(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
+                here: str, free: Mapping[str, int] | None = None, search: Any = None) -> int:
+    """The gang of ``here`` to time the candidate's length on; 0: none (``length_matters`` is false). The gang the
+    decision gives it untimed (as ``pending`` says), where a long one (the search's 99.87th percentile, at the fitted
+    spread) would get that gang here too: its probe is then the start of its evaluation, which trains on where the
+    decision keeps that gang, and a short candidate leaving it loses the gang's start, not the barrier's. Elsewhere
+    one device: a long candidate would leave that gang for a wider one, and the gang's start (its ranks, tens of
+    seconds) would delay the one that ends the search."""
+    if not length_matters(model, records, pending, now, here, free, search):
+        return 0
+    untimed = _placed(model, records, pending, now, here, free, search, pending.known)
+    if untimed[0] != here or untimed[1] == 1:
+        return 1
+    view = ThroughputModel.from_state(model.state_dict())
+    seen_by(view, records, pending, now, here, search)
+    long = view.single(here) * math.exp(-view.spread() ** 2 / 2 + LONG_TAIL * view.spread())
+    return untimed[1] if _placed(model, records, pending, now, here, free, search, long) == untimed else 1
+
+
+def _placed(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float, here: str,
+            free: Mapping[str, int] | None, search: Any, known: float | None) -> tuple[str | None, int]:
+    """Where the decision (on a copy of ``model``) places a candidate of ``known`` seconds on one device: (host,
+    gang)."""
+    choice = decide(ThroughputModel.from_state(model.state_dict()), records,
+                    dataclasses.replace(pending, known=known), now, here, free, search)
+    return choice.host, choice.gang
 
 
 def scaling_gang(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
@@ -101,3 +125,9 @@ def scaling_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]]
 def single_seconds(rates: Mapping[int, float], steps: float) -> float:
     """A candidate's seconds on one device from its probe: ``steps`` (its evaluation's) at the one-device rate."""
     return float(steps) / float(rates[1])
+
+
+def single_from_gang(model: ThroughputModel, host: str, gang: int, rate: float, steps: float) -> float:
+    """A candidate's seconds on one device from a probe on a gang alone (``length_gang``): ``steps`` at the gang's
+    ``rate``, times what the gang gains on ``host`` as ``model`` expects it (``gang x efficiency``)."""
+    return float(steps) / float(rate) * gang * model.efficiency(host, gang)

@@ -1,6 +1,7 @@
 """Whether a candidate's length is worth a probe (``nas.allocation.length_matters``): only where a short and a long
 one (the search's 2.5th and 99.87th percentiles, the long one as wide as the spread could be) would be placed
-differently now, by the same decision."""
+differently now, by the same decision; and on which gang (``nas.allocation.length_gang``): the one it would get
+untimed, where a long one would get it too."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,7 @@ import math
 
 import pytest
 
-from nas.allocation import Pending, ThroughputModel, decide, length_matters, running_entry
+from nas.allocation import Pending, ThroughputModel, decide, length_gang, length_matters, running_entry
 from nas.allocation.cluster import seen_by
 from nas.allocation.probing import LONG_TAIL, SHORT_TAIL, SPREAD_CONFIDENCE
 
@@ -44,6 +45,37 @@ def test_the_length_does_not_matter_where_any_candidate_gets_the_same_gang():
     records, pending = [host(model, busy=0)], Pending(6, 0)
     assert len(set(placements(model, records, pending, free=4))) == 1
     assert not length_matters(model, records, pending, NOW, "a", {"a": 4}, 1)
+
+
+def untimed_and_long(model: ThroughputModel, records: list, pending: Pending, free: int) -> list:
+    """Where the decision places a candidate untimed, and one at the 99.87th percentile of the fitted spread."""
+    view = ThroughputModel.from_state(model.state_dict())
+    seen_by(view, records, pending, NOW, "a", 1)
+    long = view.single("a") * math.exp(-view.spread() ** 2 / 2 + LONG_TAIL * view.spread())
+    return [(lambda c: (c.host, c.gang))(decide(ThroughputModel.from_state(model.state_dict()), records,
+                                                dataclasses.replace(pending, known=known), NOW, "a", {"a": free}, 1))
+            for known in (None, long)]
+
+
+def test_the_length_is_timed_on_the_gang_it_would_get_untimed_where_a_long_one_gets_it_too():
+    # three left, one device busy: untimed it gets a pair, a long one too, a short one a device of its own
+    model = ThroughputModel(prior_duration=100.0, prior_spread=0.6, prior_efficiency=0.8)
+    records, pending = [host(model, busy=1)], Pending(3, 0)
+    assert placements(model, records, pending, free=3)[0] == ("a", 1)
+    assert untimed_and_long(model, records, pending, free=3) == [("a", 2), ("a", 2)]
+    assert length_gang(model, records, pending, NOW, "a", {"a": 3}, 1) == 2
+
+
+def test_the_length_is_timed_on_one_device_where_a_long_one_would_leave_the_untimed_gang():
+    # durations spread wider: a long one would wait for all four devices, so a pair's probe would hold it up
+    model = ThroughputModel(prior_duration=100.0, prior_spread=1.0, prior_efficiency=0.8)
+    records, pending = [host(model, busy=1)], Pending(3, 0)
+    untimed, long = untimed_and_long(model, records, pending, free=3)
+    assert untimed == ("a", 2) and long != untimed
+    assert length_gang(model, records, pending, NOW, "a", {"a": 3}, 1) == 1
+    # where the length does not matter (any candidate gets the same gang), none
+    model = ThroughputModel(prior_duration=100.0, prior_spread=1.0, prior_efficiency=0.9)
+    assert length_gang(model, [host(model, busy=0)], Pending(6, 0), NOW, "a", {"a": 4}, 1) == 0
 
 
 def test_a_candidates_own_length_does_not_stretch_the_others():

@@ -52,7 +52,7 @@ def never(devices, on_probe=None):
 
 
 def test_told_to_wait_it_is_handed_back_to_the_host_that_can_start_it(gang_host, monkeypatch):
-    monkeypatch.setattr(device_claims, "inside_gang", lambda *args: 0)
+    monkeypatch.setattr(device_claims, "inside_gang", lambda *args: (0, True))
     monkeypatch.setattr(device_claims, "probe", lambda *args: (None, True))  # no probe: the decision alone
     with pytest.raises(HandedBack) as handed:
         device_claims.run_on_gang(candidate(), never)
@@ -69,7 +69,7 @@ def test_told_to_wait_it_is_handed_back_to_the_host_that_can_start_it(gang_host,
 
 
 def test_past_the_limit_it_holds_the_candidate_and_publishes_it_as_waiting(gang_host, monkeypatch):
-    monkeypatch.setattr(device_claims, "inside_gang", lambda *args: 0)
+    monkeypatch.setattr(device_claims, "inside_gang", lambda *args: (0, True))
     monkeypatch.setattr(device_claims, "probe", lambda *args: (None, True))
     for _ in range(LIMIT):
         allocation_state.count_hand_back(SEARCH, 42)
@@ -142,7 +142,7 @@ def test_the_gang_worker_pulls_only_while_its_host_has_room(gang_host, tmp_path,
 def test_a_hand_back_decided_at_the_probe_inside_the_evaluation_hands_back_once_the_device_is_free(gang_host,
                                                                                                    monkeypatch):
     moved = Allocation("gang-b", 2, "handed back from gang-a (first time): ...", "handback")
-    monkeypatch.setattr(device_claims, "inside_gang", lambda *args: 1)
+    monkeypatch.setattr(device_claims, "inside_gang", lambda *args: (1, True))
     monkeypatch.setattr(device_claims, "choose", lambda *args, **kwargs: moved)
     book = device_claims.ledger()
     book.release([1])  # one device free to probe on

@@ -53,10 +53,10 @@ def test_a_scaling_that_cannot_change_the_placement_is_not_probed_on_a_gang(tmp_
                                                                       "seconds": 0.1})
     monkeypatch.setattr(device_claims, "_scaling_gang",
                         lambda ind, sizes, book_, host, wide: asked.append(wide) or 1)
-    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: pytest.fail("asked"))
+    monkeypatch.setattr(device_claims, "_length_gang", lambda ind, sizes, book_, host: pytest.fail("asked"))
     assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
     assert asked == [4] and measured == [[["cpu"]]]  # asked about the widest free gang, then timed on one device
-    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 1  # so the probe is the evaluation's start
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == (1, True)  # the evaluation's start
 
 
 def test_the_wide_part_runs_on_the_narrower_gang_good_scaling_would_give(tmp_path, shared, monkeypatch):
@@ -71,7 +71,7 @@ def test_the_wide_part_runs_on_the_narrower_gang_good_scaling_would_give(tmp_pat
     assert device_claims.probe(individual(), (1, 2, 4), book, "h") == (pytest.approx(2.0), True)
     assert asked == [4] and measured == [[["cpu"], ["cpu"] * 2]]  # asked about four, probed on one and a pair
     assert [set(rates) for _, rates in shared["rates"]] == [{1, 2}] and len(book.free()) == 4
-    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 2
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == (2, True)
 
 
 def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shared, monkeypatch):
@@ -88,7 +88,7 @@ def test_no_free_device_is_retried_and_a_failed_probe_is_no_probe(tmp_path, shar
 
 def test_a_length_that_cannot_change_the_placement_is_not_probed(tmp_path, shared, monkeypatch):
     """Without a wide part (one free device), the probe times the candidate only where a short and a long one would
-    be placed differently (``nas.allocation.length_matters``); else it is decided without, and tried again while it
+    be placed differently (``nas.allocation.length_gang``); else it is decided without, and tried again while it
     waits."""
     book = device_claims.Ledger(["cpu"] * 2, tmp_path)
     (tmp_path / "device.1").write_text("1")  # held by another live process: one device free
@@ -97,12 +97,12 @@ def test_a_length_that_cannot_change_the_placement_is_not_probed(tmp_path, share
                         lambda ind, gangs: measured.append(gangs) or {"rates": {1: 500.0}, "steps": 1000,
                                                                       "seconds": 0.1})
     asked = []
-    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: asked.append(host) or False)
+    monkeypatch.setattr(device_claims, "_length_gang", lambda ind, sizes, book_, host: asked.append(host) or 0)
     assert device_claims.probe(individual(), (1, 2), book, "h") == (None, False)
-    assert device_claims.inside_gang(individual(), (1, 2), book, "h") == 0
+    assert device_claims.inside_gang(individual(), (1, 2), book, "h") == (0, True)
     assert measured == [] and asked == ["h", "h"] and len(book.free()) == 1
-    monkeypatch.setattr(device_claims, "_length_worth", lambda ind, sizes, book_, host: True)
-    assert device_claims.inside_gang(individual(), (1, 2), book, "h") == 1
+    monkeypatch.setattr(device_claims, "_length_gang", lambda ind, sizes, book_, host: 1)
+    assert device_claims.inside_gang(individual(), (1, 2), book, "h") == (1, True)
     assert device_claims.probe(individual(), (1, 2), book, "h") == (pytest.approx(2.0), True)
     assert measured == [[["cpu"]]] and len(book.free()) == 1  # on its one free device, given back
 
@@ -182,7 +182,7 @@ def test_a_wide_probe_is_the_start_of_the_evaluation_on_its_gang_and_trains_on_w
 
     monkeypatch.setenv("NAS_SIM_SLOWDOWN", "0.001")  # the one-device part as fast as ``simulated``
     book = device_claims.Ledger(["cpu"] * 4, tmp_path)
-    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == 4  # scaling matters (the fixture)
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == (4, True)  # scaling matters (fixture)
     measured, seen = [], []
     real = device_claims.rate_probe.measure
     monkeypatch.setattr(device_claims.rate_probe, "measure",
@@ -207,6 +207,45 @@ def test_a_wide_probe_is_the_start_of_the_evaluation_on_its_gang_and_trains_on_w
     monkeypatch.setattr(device_claims.rate_probe, "measure", lambda ind, gangs: None)  # a failed one-device part
     assert device_claims.probe_inside(individual(), (1, 2, 4), book, "h", simulated, 4) == (None, True)
     assert len(book.free()) == 4
+
+
+def test_a_length_alone_is_timed_on_the_gang_it_would_get_and_trains_on_there(tmp_path, shared, published,
+                                                                               monkeypatch):
+    """Where the length matters and the candidate would get a pair untimed (``nas.allocation.length_gang``), the
+    evaluation starts on that pair with no one-device part: the pair's rate, through the efficiency the model
+    expects, gives its seconds on one device (no efficiency is recorded: there is no ratio), and a decision that
+    keeps the pair trains on; with fewer devices free than the gang, one device."""
+    from nas.allocation import Allocation, single_from_gang
+
+    monkeypatch.setenv("NAS_SIM_SLOWDOWN", "0.001")
+    book = device_claims.Ledger(["cpu"] * 4, tmp_path)
+    monkeypatch.setattr(device_claims, "_scaling_gang", lambda ind, sizes, book_, host, wide: 1)
+    monkeypatch.setattr(device_claims, "_length_gang", lambda ind, sizes, book_, host: 2)
+    model = ThroughputModel()
+    for gang in (2, 4, 2, 4):
+        model.observe_rates("h", {1: 10.0, gang: 10.0 * gang * 0.9})  # the search has its efficiency probes
+    monkeypatch.setattr(device_claims.allocation_state, "load_model", lambda search: model)
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == (2, False)
+    monkeypatch.setattr(device_claims.rate_probe, "measure", lambda ind, gangs: pytest.fail("no one-device part"))
+    seen = []
+
+    def keep(ind, sizes, book_, host, known, holding=0):
+        seen.append((known, holding))
+        return Allocation(host, 2, "gang of 2", "plan", 10.0, 2)
+
+    monkeypatch.setattr(device_claims, "choose", keep)
+    result = device_claims.probe_inside(individual(), (1, 2, 4), book, "h", simulated, 2, apart=False)
+    assert result.ok and result.metrics["gang"] == "2" and result.metrics["allocation_continued"] == "probe"
+    from evaluators.simulated import probe_rates
+
+    answer = probe_rates("abc", individual()["evaluation"], [2], epochs=2, slowdown=0.001)
+    expected = single_from_gang(model, "h", 2, answer["rates"][2], answer["steps"])
+    assert seen == [(pytest.approx(expected), 2)] and shared["probed"] == [(11, pytest.approx(expected))]
+    assert expected == pytest.approx(0.002 * model.efficiency("h", 2) / 0.9)  # the model's efficiency, not 0.9
+    assert shared["rates"] == [] and len(book.free()) == 4
+    for index in range(3):
+        (tmp_path / f"device.{index}").write_text("1")  # held by another live process: one device free
+    assert device_claims.inside_gang(individual(), (1, 2, 4), book, "h") == (1, True)
 
 
 def test_a_model_that_cannot_be_read_publishes_no_count_and_its_duration_counts_in_full(tmp_path, shared, published,

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvaluationResult
-from nas.allocation import (Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_matters,
+from nas.allocation import (Allocation, Pending, ProbeRule, ThroughputModel, decide, hand_back, length_gang,
                             scaling_gang)
-from nas.allocation import running_entry, single_seconds
+from nas.allocation import running_entry, single_from_gang, single_seconds
 from webapp.messaging import allocation_state, cluster_state, transport
 from webapp.worker import rate_probe, slots
 from webapp.worker.hand_back import HandedBack
@@ -144,11 +144,11 @@ def _view(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host
     return records, model, pending, time.time(), {host: len(book.free()) + holding}
 
 
-def _length_worth(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> bool:
-    """Whether timing its length could change where ``individual`` goes now (``nas.allocation.length_matters``):
-    where a short and a long candidate would be placed alike, its one-device probe would only cost time."""
+def _length_gang(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> int:
+    """The gang to time ``individual``'s length on (``nas.allocation.length_gang``), 0 for none: where a short and a
+    long candidate would be placed alike, its probe would only cost time."""
     records, model, pending, now, free = _view(individual, sizes, book, host)
-    return length_matters(model, list(records.values()), pending, now, host, free, individual["search"])
+    return length_gang(model, list(records.values()), pending, now, host, free, individual["search"])
 
 
 def _wide(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str, model: ThroughputModel,
@@ -182,7 +182,7 @@ def probe(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host
     if not book.free():
         return None, False
     asked, wide = _wide(individual, sizes, book, host, model, rule)
-    if asked == 1 and not _length_worth(individual, sizes, book, host):  # while the search lacks its efficiency
+    if asked == 1 and not _length_gang(individual, sizes, book, host):  # while the search lacks its efficiency
         return None, False  # probes, every probe times the length; later only where it could change the placement
     held = book.claim(wide) or book.claim(1)
     if held is None:
@@ -223,9 +223,9 @@ def run_on_gang(individual: dict[str, Any], evaluate: Callable[..., EvaluationRe
     search_id, number = individual["search"], individual["individual"]
     known = allocation_state.probed_of(search_id, number)  # probed by a worker that handed it back
     probed = known is not None
-    inside = 0 if probed else inside_gang(individual, sizes, book, host)
+    inside, apart = (0, True) if probed else inside_gang(individual, sizes, book, host)
     if inside:
-        outcome = probe_inside(individual, sizes, book, host, evaluate, inside)
+        outcome = probe_inside(individual, sizes, book, host, evaluate, inside, apart)
         if isinstance(outcome, EvaluationResult):
             return outcome
         known, probed = outcome
@@ -304,37 +304,42 @@ def hand_back_now(individual: dict[str, Any], choice: Allocation) -> None:
     raise HandedBack(choice.reason[:500])
 
 
-def inside_gang(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> int:
-    """The gang whose first steps of ``individual``'s evaluation are its probe (:func:`probe_inside`), 0 for none:
-    ``auto``, a trained or simulated evaluation, ``ProbeRule`` asking for a probe; the wide part's gang where it has
-    one (:func:`_wide`); else one device, while the search lacks its efficiency probes or where its length could
-    change where it goes (:func:`_length_worth`)."""
+def inside_gang(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str) -> tuple[int, bool]:
+    """The gang whose first steps of ``individual``'s evaluation are its probe (:func:`probe_inside`), 0 for none,
+    and whether a one-device part runs apart first: ``auto``, a trained or simulated evaluation, ``ProbeRule``
+    asking for a probe; the wide part's gang where it has one (:func:`_wide`, with its one-device part: the
+    efficiency); one device while the search lacks its efficiency probes; else, where its length could change where
+    it goes, the gang to time it on (:func:`_length_gang`, alone where it is wider than one device and free)."""
     evaluation = individual["evaluation"]
     if evaluation.get("devices", "auto") != "auto" or evaluation.get("mode") not in (None, "train", "simulated"):
-        return 0
+        return 0, True
     rule, model = ProbeRule(), allocation_state.load_model(individual["search"])
     if not rule.wanted(model, sizes):
-        return 0
+        return 0, True
     asked, wide = _wide(individual, sizes, book, host, model, rule)
-    return wide if wide > 1 or asked > 1 or _length_worth(individual, sizes, book, host) else 0
+    if wide > 1 or asked > 1:
+        return wide, True
+    timed_on = _length_gang(individual, sizes, book, host)
+    return (timed_on, timed_on <= 1) if timed_on <= len(book.free()) else (1, True)
 
 
 def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledger, host: str,
-                 evaluate: Callable[..., EvaluationResult], gang: int = 1
+                 evaluate: Callable[..., EvaluationResult], gang: int = 1, apart: bool = True
                  ) -> EvaluationResult | tuple[float | None, bool]:
     """The evaluation on ``gang`` free devices, whose first steps are the probe (``evaluate(devices, on_probe)``;
     on a gang, its one-device part runs first, apart, on the first of them: the efficiency is the ratio of the two
-    rates): at the probe's point the allocator decides with the candidate's measured length; the same gang here
-    goes on training (the result, ``allocation_continued``), any other choice ends it there (``declined``) and
-    returns what the probe measured, ``(seconds on one device or None, True)``, for the caller to place it as
-    decided. No free devices: ``(None, False)``. A failure before the decision is the probe's, never the
+    rates; not ``apart``: the gang's rate alone times the length, through the efficiency the model expects,
+    ``single_from_gang``): at the probe's point the allocator decides with the candidate's measured length; the
+    same gang here goes on training (the result, ``allocation_continued``), any other choice ends it there
+    (``declined``) and returns what the probe measured, ``(seconds on one device or None, True)``, for the caller
+    to place it as decided. No free devices: ``(None, False)``. A failure before the decision is the probe's, never the
     candidate's: ``(seconds on one device or None, True)``, and the caller decides with what was measured."""
     search_id, number = individual["search"], individual["individual"]
     held = book.claim(gang)
     if held is None:
         return None, False
     state: dict[str, Any] = {"choice": None, "known": None, "token": None, "observed": None, "single": None}
-    if gang > 1:
+    if gang > 1 and apart:
         answer = rate_probe.measure(individual, [[book.devices[held[0]]]])
         if answer is None:
             book.release(held)
@@ -347,12 +352,16 @@ def probe_inside(individual: dict[str, Any], sizes: tuple[int, ...], book: Ledge
         if state["choice"] is not None:  # an attempt run again (a rank lost): as decided the first time
             return state["token"] is not None
         try:
-            rates = {1: state["single"]} if gang > 1 else {}
+            rates = {1: state["single"]} if gang > 1 and apart else {}
             if rate:
                 rates[gang] = float(rate)
             if 1 in rates:
                 state["known"] = float(steps) / rates[1]
                 allocation_state.record_rates(search_id, host, rates)
+            elif rates:  # its length timed on the gang alone
+                model = allocation_state.load_model(search_id)
+                state["known"] = single_from_gang(model, host, gang, rates[gang], steps)
+            if rates:
                 allocation_state.record_probed(search_id, number, state["known"])
             choice = choose(individual, sizes, book, host, state["known"], holding=gang)
         except Exception as error:  # the decision failed: the candidate goes on where it is, never fails for it
