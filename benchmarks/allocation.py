@@ -9,7 +9,7 @@ processes, no sleeping, so the figures do not depend on this machine. Each figur
 searches. Run from the repository root::
 
     python benchmarks/allocation.py            # the full grid (a few minutes on 2 cores)
-    python benchmarks/allocation.py --quick    # one seed, the grid's corners
+    python benchmarks/allocation.py --quick    # the grid's corners, one seed (unless --seeds)
 
 ``auto`` is the planner (``nas.allocation``); ``dqn`` is seed 003's DQN agent (``benchmarks/allocation_dqn.py``),
 trained first on searches of the same grid with other seeds, and compared on the same scenarios.
@@ -63,7 +63,7 @@ def _policy(name: str):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=3, help="searches per figure (default 3)")
+    parser.add_argument("--seeds", type=int, default=None, help="searches per figure (default 3; 1 with --quick)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="the first search's seed (default 0; another start tries seeds nothing was tuned on)")
     parser.add_argument("--population", type=int, default=24)
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--evaluations", type=int, default=120, help="regularized: evaluations (default 120)")
     parser.add_argument("--duration", type=float, default=300.0, help="median seconds on one device (default 300)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    parser.add_argument("--quick", action="store_true", help="one seed, sigma 0.3 and 1.0, rho 0.6 and 0.97")
+    parser.add_argument("--quick", action="store_true",
+                        help="the grid's corners, sigma 0.3 and 1.0, rho 0.6 and 0.97; one seed unless --seeds")
     parser.add_argument("--policies", default="plan,probe,dqn",
                         help="auto policies to compare, comma separated (plan: the planner without probes; probe: "
                              "the planner with a scaling probe before each placement, as the worker runs it; dqn; "
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     probe = dataclasses.replace(PROBE, continues=args.continues)
     sigmas, rhos = ((0.3, 1.0), (0.6, 0.97)) if args.quick else (SIGMAS, RHOS)
-    seeds = 1 if args.quick else args.seeds
+    seeds = args.seeds or (1 if args.quick else 3)
     policies = args.policies.split(",")
     keys = list(itertools.product(CLUSTERS, ("regularized", "generational"), sigmas, rhos))
     jobs = []
