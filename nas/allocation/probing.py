@@ -58,13 +58,21 @@ def length_matters(model: ThroughputModel, records: Sequence[Mapping[str, Any]],
     model) for a short one and for a long one differs (the 2.5th percentile of the search's durations on one device
     of ``here``, as the decision sees them: with the search's running evaluations; the 99.87th as they could be
     spread, ``SPREAD_CONFIDENCE``). Where they agree, its one-device probe would only cost time."""
+    return _tails(model, records, pending, now, here, free, search)[0]
+
+
+def _tails(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float, here: str,
+           free: Mapping[str, int] | None, search: Any) -> tuple[bool, float, float]:
+    """Whether the length matters (:func:`length_matters`), with the median and the fitted spread of the durations
+    the decision sees, on one device of ``here``."""
     view = ThroughputModel.from_state(model.state_dict())
     seen_by(view, records, pending, now, here, search)  # the tails of the durations the decision sees: with the
     # running evaluations (censored), without them the long ones still running are missing and the spread is low
     spread = view.spread()
     median = view.single(here) * math.exp(-spread ** 2 / 2)
-    return len({_placed(model, records, pending, now, here, free, search, median * math.exp(tail))
-                for tail in (-SHORT_TAIL * spread, LONG_TAIL * view.spread_bound(SPREAD_CONFIDENCE))}) > 1
+    matters = len({_placed(model, records, pending, now, here, free, search, median * math.exp(tail))
+                   for tail in (-SHORT_TAIL * spread, LONG_TAIL * view.spread_bound(SPREAD_CONFIDENCE))}) > 1
+    return matters, median, spread
 
 
 def length_gang(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pending: Pending, now: float,
@@ -75,14 +83,13 @@ def length_gang(model: ThroughputModel, records: Sequence[Mapping[str, Any]], pe
     decision keeps that gang, and a short candidate leaving it loses the gang's start, not the barrier's. Elsewhere
     one device: a long candidate would leave that gang for a wider one, and the gang's start (its ranks, tens of
     seconds) would delay the one that ends the search."""
-    if not length_matters(model, records, pending, now, here, free, search):
+    matters, median, spread = _tails(model, records, pending, now, here, free, search)
+    if not matters:
         return 0
     untimed = _placed(model, records, pending, now, here, free, search, pending.known)
     if untimed[0] != here or untimed[1] == 1:
         return 1
-    view = ThroughputModel.from_state(model.state_dict())
-    seen_by(view, records, pending, now, here, search)
-    long = view.single(here) * math.exp(-view.spread() ** 2 / 2 + LONG_TAIL * view.spread())
+    long = median * math.exp(LONG_TAIL * spread)
     return untimed[1] if _placed(model, records, pending, now, here, free, search, long) == untimed else 1
 
 
